@@ -1,0 +1,3 @@
+//! Benchmarks (to be written).
+
+fn main() {}
