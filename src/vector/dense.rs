@@ -22,6 +22,13 @@ pub struct DenseIndex {
     vectors: HashMap<u32, Vec<f32>>,
 }
 
+impl DenseConfig {
+    /// A configuration with default search parameters.
+    pub fn new(dimension: usize, metric: Metric) -> Self {
+        DenseConfig { dimension, metric }
+    }
+}
+
 impl DenseIndex {
     /// An empty index.
     ///
