@@ -1,18 +1,4 @@
 //! [`Accounts`]: the management API's accounts and the hashes of their API keys.
-//!
-//! Verification has the same care as database passwords: only a salted SHA-256 hash of each key
-//! is stored, digests are compared in constant time, and an unknown email does the same hash
-//! work and gives the same answer ([`ManagementError::InvalidCredentials`]) as a wrong key, so
-//! which emails have accounts cannot be learned by guessing.
-//!
-//! Keys made by [`Accounts::create`] are 256-bit random values, for which a fast hash is enough
-//! (see the `secret` module). [`Accounts::insert`] accepts a host-chosen key for configuration
-//! and tests; a human-chosen key has less entropy, and its SHA-256 hash would resist an offline
-//! guessing attack less well than a slow KDF would. The store lives in memory only, so that
-//! attack needs the host's memory; still, prefer generated keys.
-//!
-//! Thread safety as in [`Registry`](super::Registry): `&self` methods behind one
-//! `parking_lot::RwLock`; share it as `Arc<Accounts>`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,6 +17,20 @@ const MAX_KEY_BYTES: usize = 1024;
 /// The management API's accounts: email → hash of the API key.
 ///
 /// Emails are compared exactly (no case folding), as the reference treats them as identifiers.
+///
+/// Verification has the same care as database passwords: only a salted SHA-256 hash of each key
+/// is stored, digests are compared in constant time, and an unknown email does the same hash
+/// work and gives the same answer ([`ManagementError::InvalidCredentials`]) as a wrong key, so
+/// which emails have accounts cannot be learned by guessing.
+///
+/// Keys made by [`Accounts::create`] are 256-bit random values, for which a fast hash is enough
+/// (see [`Registry`](super::Registry)). [`Accounts::insert`] accepts a host-chosen key for
+/// configuration and tests; a human-chosen key has less entropy, and its SHA-256 hash would
+/// resist an offline guessing attack less well than a slow KDF would. The store lives in memory only, so that
+/// attack needs the host's memory; still, prefer generated keys.
+///
+/// Thread safety as in [`Registry`](super::Registry): `&self` methods behind one
+/// `parking_lot::RwLock`; share it as `Arc<Accounts>`.
 ///
 /// # Examples
 /// ```

@@ -13,9 +13,6 @@ use super::{ManagementError, secret};
 /// cap bounds the work an unauthenticated caller can cause.
 pub const MAX_AUTHORIZATION_LEN: usize = 4096;
 
-/// Longest scheme name quoted back in [`ManagementError::UnsupportedScheme`].
-const MAX_QUOTED_SCHEME: usize = 32;
-
 /// Standard base64 alphabet; padding optional (clients send it, but its absence is harmless).
 const BASE64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
@@ -138,7 +135,7 @@ impl BasicCredentials {
             return Err(ManagementError::MissingCredentials);
         }
         let Some(split) = value.iter().position(|&b| is_blank(b)) else {
-            // A single word: either a bare scheme, or bare credentials (never quoted back).
+            // A single word: a bare scheme, or bare credentials (quoted only if a known scheme).
             return Err(if value.eq_ignore_ascii_case(b"basic") {
                 ManagementError::MalformedBase64 {
                     problem: "nothing after the scheme `Basic`".to_owned(),
@@ -229,19 +226,36 @@ fn trim_blanks(bytes: &[u8]) -> &[u8] {
     &bytes[start..end]
 }
 
-/// The scheme as text if it looks like a scheme name (an RFC 7230 token of letters, digits and
-/// `-`, at most [`MAX_QUOTED_SCHEME`] bytes); otherwise empty, since it might be a secret.
+/// Schemes quoted back in [`ManagementError::UnsupportedScheme`]: the IANA HTTP Authentication
+/// Scheme Registry plus a few common unregistered ones. Anything else might be a secret typed
+/// into the wrong place, so it is not echoed.
+const KNOWN_SCHEMES: &[&str] = &[
+    "Bearer",
+    "Concealed",
+    "Digest",
+    "DPoP",
+    "GNAP",
+    "HOBA",
+    "Mutual",
+    "Negotiate",
+    "NTLM",
+    "OAuth",
+    "PrivateToken",
+    "SCRAM-SHA-1",
+    "SCRAM-SHA-256",
+    "Token",
+    "vapid",
+    "AWS4-HMAC-SHA256",
+];
+
+/// The scheme as text if it is a known scheme name; otherwise empty, since it might be a secret.
 fn quotable_scheme(scheme: &[u8]) -> String {
-    let looks_like_a_name = !scheme.is_empty()
-        && scheme.len() <= MAX_QUOTED_SCHEME
-        && scheme
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'-');
-    if looks_like_a_name {
-        String::from_utf8_lossy(scheme).into_owned()
-    } else {
-        String::new()
-    }
+    KNOWN_SCHEMES
+        .iter()
+        .find(|known| known.as_bytes().eq_ignore_ascii_case(scheme))
+        .map_or_else(String::new, |_| {
+            String::from_utf8_lossy(scheme).into_owned()
+        })
 }
 
 /// A base64 error described by position only: the offending byte is part of the secret.
@@ -280,11 +294,30 @@ mod tests {
     }
 
     #[test]
-    fn quotable_scheme_never_quotes_long_or_odd_words() {
+    fn quotable_scheme_quotes_only_known_scheme_names() {
         assert_eq!(quotable_scheme(b"Bearer"), "Bearer");
-        assert_eq!(quotable_scheme(b"YW5uOmszeQ=="), "");
-        assert_eq!(quotable_scheme(&[b'a'; MAX_QUOTED_SCHEME + 1]), "");
+        assert_eq!(quotable_scheme(b"bearer"), "bearer");
+        assert_eq!(quotable_scheme(b"YW5uOmszeQ"), "");
+        assert_eq!(quotable_scheme(b"s3cr3t"), "");
         assert_eq!(quotable_scheme(b"\xff"), "");
+    }
+
+    #[test]
+    fn a_single_word_is_quoted_only_if_it_is_a_known_scheme() {
+        let err = BasicCredentials::parse("Bearer").unwrap_err();
+        assert_eq!(
+            err,
+            ManagementError::UnsupportedScheme {
+                scheme: "Bearer".to_owned()
+            }
+        );
+        let err = BasicCredentials::parse("YW5uOmszeQ").unwrap_err();
+        assert_eq!(
+            err,
+            ManagementError::UnsupportedScheme {
+                scheme: String::new()
+            }
+        );
     }
 
     #[test]

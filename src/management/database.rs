@@ -1,45 +1,4 @@
 //! [`Database`]: the platform's Redis database record, field for field.
-//!
-//! # Source
-//! The record follows the reference's *Developer API* (`https://api.upstash.com/v2`), the object
-//! returned by `GET /redis/database/{id}`, `GET /redis/databases`, `POST /redis/rename/{id}` and
-//! `POST /redis/reset-password/{id}`:
-//! - the `Database` schema of the reference's OpenAPI document
-//!   (`upstash/docs`, `devops/developer-api/openapi.yml`, `components.schemas.Database`): names,
-//!   `format: int64` integers, the enumerations and the string-booleans;
-//! - plus the fields its endpoint pages (`devops/developer-api/redis/get_database.mdx`,
-//!   `reset_password.mdx`, `rename_database.mdx`) and the reference's own clients
-//!   (`upstash/terraform-provider-upstash` `upstash/redis/database/types.go`,
-//!   `upstash/mcp-server` `src/tools/redis/types.ts`) still document: `database_type`,
-//!   `user_email`, `rest_token`, `read_only_rest_token`, `db_daily_bandwidth_limit`,
-//!   `reserved_per_region_price`, `next_daily_backup_time`.
-//!
-//! Left out: `password` (see below), and `cluster_id` / `pool_id` / `multizone`, which appear
-//! only in single legacy examples and describe the reference's internal placement.
-//!
-//! # Decisions
-//! - **No `password` field** (DESIGN §3). The registry stores only a hash, so a record cannot
-//!   carry the password; [`Registry::reset_password`](super::Registry::reset_password) returns
-//!   the new [`Password`] beside the record. To answer the way the reference does (the record
-//!   *with* `"password"`), serialise [`Database::with_password`]. A `"password"` in input JSON is
-//!   ignored, so a record read from the reference never brings its password along.
-//! - **Unknown input fields are ignored**, not rejected: the reference adds fields over time
-//!   (`cluster_id`, `pool_id` above), and a record from a newer reference must still load.
-//! - **Required vs optional.** Every field in the reference's current full record is required
-//!   and always written. Optional (`Option`, omitted when `None`): `rest_token` and
-//!   `read_only_rest_token` (the reference drops them for `?credentials=hide`, see
-//!   [`Database::without_credentials`]), `all_members`, and the newer fields older responses lack
-//!   (`db_eviction`, `last_plan_upgrade_time`, `replicas`, `customer_id`,
-//!   `daily_backup_enabled`, `prod_pack_enabled`, `reserved_per_region_price`,
-//!   `next_daily_backup_time`).
-//! - **Integer widths.** `int64` fields are `i64`; `port` is `u16` (a TCP port);
-//!   `db_request_limit` is `u64` because the reference's own examples send
-//!   `9223372036854775808` (2^63, one past `i64::MAX`) for "unlimited".
-//! - **Value sets.** `state`, `type`, `database_type`, `db_resource_size`, `db_type` are closed
-//!   enums (unknown strings are errors); regions are an open set ([`Region`]). The string-booleans
-//!   `db_acl_enabled`, `db_acl_default_user_status`, `prometheus_enabled` are [`StringBool`]:
-//!   `"true"`/`"false"` strings on the wire. `securityAddons` is camelCase, as the reference
-//!   spells it.
 
 use std::fmt;
 
@@ -120,9 +79,48 @@ pub struct SecurityAddons {
 
 /// The platform's Redis database record, with the reference's exact JSON names and types.
 ///
-/// See the [module documentation](self) for the sources followed and the decisions taken
-/// (no `password` field, optional fields, integer widths, value sets). Field docs give the wire
-/// name where it differs from the Rust name.
+/// # Source
+/// The record follows the reference's *Developer API* (`https://api.upstash.com/v2`), the object
+/// returned by `GET /redis/database/{id}`, `GET /redis/databases`, `POST /redis/rename/{id}` and
+/// `POST /redis/reset-password/{id}`:
+/// - the `Database` schema of the reference's OpenAPI document
+///   (`upstash/docs`, `devops/developer-api/openapi.yml`, `components.schemas.Database`): names,
+///   `format: int64` integers, the enumerations and the string-booleans;
+/// - plus the fields its endpoint pages (`devops/developer-api/redis/get_database.mdx`,
+///   `reset_password.mdx`, `rename_database.mdx`) and the reference's own clients
+///   (`upstash/terraform-provider-upstash` `upstash/redis/database/types.go`,
+///   `upstash/mcp-server` `src/tools/redis/types.ts`) still document: `database_type`,
+///   `user_email`, `rest_token`, `read_only_rest_token`, `db_daily_bandwidth_limit`,
+///   `reserved_per_region_price`, `next_daily_backup_time`.
+///
+/// Left out: `password` (see below), and `cluster_id` / `pool_id` / `multizone`, which appear
+/// only in single legacy examples and describe the reference's internal placement.
+///
+/// # Decisions
+/// - **No `password` field** (DESIGN §3). The registry stores only a hash, so a record cannot
+///   carry the password; [`Registry::reset_password`](super::Registry::reset_password) returns
+///   the new [`Password`] beside the record. To answer the way the reference does (the record
+///   *with* `"password"`), serialise [`Database::with_password`]. A `"password"` in input JSON is
+///   ignored, so a record read from the reference never brings its password along.
+/// - **Unknown input fields are ignored**, not rejected: the reference adds fields over time
+///   (`cluster_id`, `pool_id` above), and a record from a newer reference must still load.
+/// - **Required vs optional.** Every field in the reference's current full record is required
+///   and always written. Optional (`Option`, omitted when `None`): `rest_token` and
+///   `read_only_rest_token` (the reference drops them for `?credentials=hide`, see
+///   [`Database::without_credentials`]), `all_members`, and the newer fields older responses lack
+///   (`db_eviction`, `last_plan_upgrade_time`, `replicas`, `customer_id`,
+///   `daily_backup_enabled`, `prod_pack_enabled`, `reserved_per_region_price`,
+///   `next_daily_backup_time`).
+/// - **Integer widths.** `int64` fields are `i64`; `port` is `u16` (a TCP port);
+///   `db_request_limit` is `u64` because the reference's own examples send
+///   `9223372036854775808` (2^63, one past `i64::MAX`) for "unlimited".
+/// - **Value sets.** `state`, `type`, `database_type`, `db_resource_size`, `db_type` are closed
+///   enums (unknown strings are errors); regions are an open set ([`Region`]). The string-booleans
+///   `db_acl_enabled`, `db_acl_default_user_status`, `prometheus_enabled` are [`StringBool`]:
+///   `"true"`/`"false"` strings on the wire. `securityAddons` is camelCase, as the reference
+///   spells it.
+///
+/// Field docs give the wire name where it differs from the Rust name.
 ///
 /// `Debug` shows every field except the REST tokens' values ([`RestToken`] is redacted).
 ///

@@ -73,8 +73,8 @@ pub enum ManagementError {
     /// The `Authorization` value does not use the `Basic` scheme.
     #[error("unsupported authorization scheme {scheme:?}: expected `Basic base64(email:api_key)`")]
     UnsupportedScheme {
-        /// The scheme that was given, if it looked like a scheme name (it is never the
-        /// credentials themselves); empty otherwise.
+        /// The scheme that was given if it is a known scheme name such as `Bearer`; empty
+        /// otherwise, since an unknown word there may be a secret.
         scheme: String,
     },
     /// The part after `Basic ` is not valid base64.

@@ -1,24 +1,4 @@
 //! [`Registry`]: the databases of all accounts, their password hashes, and password reset.
-//!
-//! # Security properties (DESIGN §3)
-//! - New passwords come from the OS CSPRNG: 32 bytes, 256 bits of entropy ([`Password`]).
-//! - Only a salted SHA-256 hash of each password is stored (see the `secret` module for why a
-//!   fast hash is adequate for a 256-bit random secret and no slow KDF is needed).
-//! - Verification compares digests in constant time; a missing database costs the same hash
-//!   work as a present one.
-//! - A reset replaces the hash under the write lock: once `reset_password` returns, the old
-//!   password no longer verifies, for any thread. The REST tokens are rotated with it (in the
-//!   reference, resetting the password is how REST tokens are revoked).
-//! - An account asking for another account's database gets exactly the answer for a missing id:
-//!   the same [`ManagementError::DatabaseNotFound`] with the same message, so ids of other
-//!   accounts cannot be probed.
-//!
-//! # Thread safety
-//! Interior locking: every method takes `&self` and the registry is `Send + Sync`, so a server
-//! shares it as `Arc<Registry>`. One `parking_lot::RwLock` guards the map: reads (`get`, `list`,
-//! `verify_password`) run in parallel, `insert` and `reset_password` take the write lock only to
-//! swap values in (random generation and hashing happen before it is taken). Management traffic
-//! is light, so one lock is simpler than sharding and costs nothing measurable.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -36,6 +16,28 @@ const MAX_ID_BYTES: usize = 256;
 /// A database belongs to the account named by its record's `user_email` (the reference's
 /// "email or team id of the owner"); every lookup takes the asking account and answers only for
 /// databases it owns.
+///
+/// # Security properties (DESIGN §3)
+/// - New passwords come from the OS CSPRNG: 32 bytes, 256 bits of entropy ([`Password`]).
+/// - Only a salted SHA-256 hash of each password is stored. A fast hash is adequate for a
+///   256-bit random secret: an offline attacker faces 2^255 guesses on average whatever the
+///   hash's speed, so no slow KDF (argon2, bcrypt) is needed; the random per-database salt
+///   defeats precomputation.
+/// - Verification compares digests in constant time; a missing database costs the same hash
+///   work as a present one.
+/// - A reset replaces the hash under the write lock: once `reset_password` returns, the old
+///   password no longer verifies, for any thread. The REST tokens are rotated with it (in the
+///   reference, resetting the password is how REST tokens are revoked).
+/// - An account asking for another account's database gets exactly the answer for a missing id:
+///   the same [`ManagementError::DatabaseNotFound`] with the same message, so ids of other
+///   accounts cannot be probed.
+///
+/// # Thread safety
+/// Interior locking: every method takes `&self` and the registry is `Send + Sync`, so a server
+/// shares it as `Arc<Registry>`. One `parking_lot::RwLock` guards the map: reads (`get`, `list`,
+/// `verify_password`) run in parallel, `insert` and `reset_password` take the write lock only to
+/// swap values in (random generation and hashing happen before it is taken). Management traffic
+/// is light, so one lock is simpler than sharding and costs nothing measurable.
 ///
 /// # Examples
 /// ```
