@@ -343,11 +343,24 @@ impl<M> FlowControl<M> {
     /// # Ok::<(), flowvec::flow::FlowError>(())
     /// ```
     pub fn poll_timeout(&mut self) -> Option<Timestamp> {
+        // Timer entries are only ever early (rescheduling later is lazy); fix the top entry
+        // until it is exactly what its key needs, so the host never wakes for nothing.
         while let Some((deadline, slot)) = self.timers.peek() {
-            if self.timer_valid(deadline, slot) {
-                return Some(Timestamp::from_millis(deadline));
+            if !self.timer_valid(deadline, slot) {
+                self.timers.pop();
+                continue;
             }
-            self.timers.pop();
+            match self.needed_deadline(slot) {
+                Some(need) if need == deadline => return Some(Timestamp::from_millis(deadline)),
+                need => {
+                    self.timers.pop();
+                    let need = need.unwrap_or(NO_TIMER);
+                    self.keys.get_mut(slot).timer_at = need;
+                    if need != NO_TIMER {
+                        self.timers.push(need, slot);
+                    }
+                }
+            }
         }
         None
     }
@@ -639,9 +652,7 @@ impl<M> FlowControl<M> {
                     k.set(IDLE, true);
                     k.idle_since = now;
                 }
-                let w = k.window();
-                let window_end = if w.count > 0 { w.end() } else { 0 };
-                let due = window_end.max(k.idle_since.saturating_add(self.ttl_ms));
+                let due = window_end_or_idle(k, self.ttl_ms);
                 if due <= now {
                     k.timer_at = NO_TIMER;
                     self.keys.remove(slot);
@@ -650,6 +661,19 @@ impl<M> FlowControl<M> {
                 }
             }
             _ => k.set(IDLE, false),
+        }
+    }
+
+    /// The instant the key next needs attention from a timer, given its state now: the end of
+    /// a window that holds back its head, or its reclamation deadline if it is idle.
+    fn needed_deadline(&self, slot: u32) -> Option<u64> {
+        let k = self.keys.get(slot);
+        match k.status(self.now) {
+            KeyStatus::RateLimited(until) => Some(until),
+            KeyStatus::Idle if slot != UNKEYED && k.is_reclaimable() && k.has(IDLE) => {
+                Some(window_end_or_idle(k, self.ttl_ms))
+            }
+            _ => None,
         }
     }
 
@@ -686,4 +710,12 @@ fn apply_limits(k: &mut KeyState, l: Limits) {
             }
         }
     }
+}
+
+/// When an idle key may be reclaimed: its rate window has passed and it has been idle for
+/// `ttl_ms`.
+fn window_end_or_idle(k: &KeyState, ttl_ms: u64) -> u64 {
+    let w = k.window();
+    let window_end = if w.count > 0 { w.end() } else { 0 };
+    window_end.max(k.idle_since.saturating_add(ttl_ms))
 }
