@@ -202,6 +202,10 @@ impl<M> FlowControl<M> {
         while let Some(slot) = self.ready.pop_front() {
             let k = self.keys.get_mut(slot);
             k.set(IN_READY, false);
+            if !k.is_live() {
+                self.keys.release(slot); // reclaimed while queued: the slot may be reused now
+                continue;
+            }
             if k.status(now) != KeyStatus::Ready {
                 self.refresh(slot);
                 continue;

@@ -134,11 +134,11 @@ impl KeyState {
     }
 
     /// Whether nothing keeps the key alive but its rate window (nothing waiting or active, not
-    /// paused, not pinned, not queued in the ready ring).
+    /// paused, not pinned).
     pub(super) fn is_reclaimable(&self) -> bool {
         self.waiting == 0
             && self.active == 0
-            && self.period_flags & (PAUSED | PIN_PARALLELISM | PIN_RATE | IN_READY) == 0
+            && self.period_flags & (PAUSED | PIN_PARALLELISM | PIN_RATE) == 0
     }
 
     /// What the key could do at `now`, ignoring the global cap.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use super::FlowError;
-use super::key::{KeyState, NIL};
+use super::key::{IN_READY, KeyState, NIL};
 
 /// The slot of messages published without a key.
 pub(super) const UNKEYED: u32 = 0;
@@ -120,7 +120,9 @@ impl KeyTable {
         Ok(slot)
     }
 
-    /// Forgets the key in `slot` and frees the slot.
+    /// Forgets the key in `slot` and frees the slot, unless a ready-ring entry still points at
+    /// it: then the slot stays a vacant "zombie" (flag `IN_READY` kept) until that entry is
+    /// popped and [`release`](Self::release)s it, so a reused slot never has two ring entries.
     pub(super) fn remove(&mut self, slot: u32) {
         debug_assert!(slot != UNKEYED, "the unkeyed slot is never reclaimed");
         let Some(name) = self.slots[slot as usize].name.take() else {
@@ -130,9 +132,14 @@ impl KeyTable {
         if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
             entry.remove();
         }
-        self.slots[slot as usize] = KeyState::vacant(self.free);
-        self.free = slot;
         self.live -= 1;
+        let in_ready = self.slots[slot as usize].has(IN_READY);
+        self.slots[slot as usize] = KeyState::vacant(NIL);
+        if in_ready {
+            self.slots[slot as usize].set(IN_READY, true);
+        } else {
+            self.release(slot);
+        }
         // Memory follows live keys: give the index back when it is mostly empty.
         if self.index.capacity() > 64 && self.index.len() * 4 < self.index.capacity() {
             let (slots, hasher) = (&self.slots, &self.hasher);
@@ -140,6 +147,16 @@ impl KeyTable {
                 hasher.hash_one(slots[s as usize].name.as_deref().unwrap_or_default())
             });
         }
+    }
+
+    /// Puts a vacant slot on the free list.
+    pub(super) fn release(&mut self, slot: u32) {
+        debug_assert!(
+            !self.slots[slot as usize].is_live(),
+            "only vacant slots are released"
+        );
+        self.slots[slot as usize] = KeyState::vacant(self.free);
+        self.free = slot;
     }
 
     /// The free list, head first.

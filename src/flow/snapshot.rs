@@ -156,9 +156,9 @@ impl<M> FlowControl<M> {
     /// ids or slots, invalid keys or periods, broken free lists).
     pub fn restore(snapshot: FlowSnapshot<M>, now: Timestamp) -> Result<Self, FlowError> {
         let s = snapshot;
-        if s.key_slots as usize != s.keys.len() + s.free_keys.len() {
+        if s.key_slots as usize > s.keys.len() + s.free_keys.len() + s.ready.len() {
             return Err(invalid(
-                "key slots are not exactly the live keys plus the free list",
+                "more key slots than live keys, free slots and ring entries",
             ));
         }
         if s.message_slots as usize != s.messages.len() + s.free_messages.len() {
@@ -169,6 +169,10 @@ impl<M> FlowControl<M> {
         let mut fc = Self::new(s.config);
         fc.next_seq = s.next_seq;
         fc.keys = restore_keys(&s.keys, &s.free_keys, s.key_slots)?;
+        let mut free_keys = vec![false; s.key_slots as usize];
+        for &slot in &s.free_keys {
+            free_keys[slot as usize] = true; // in range: checked by restore_keys
+        }
         let mut order = Vec::new();
         fc.messages = restore_messages(
             s.messages,
@@ -217,14 +221,25 @@ impl<M> FlowControl<M> {
         }
         fc.active_total = active_total;
 
+        // Ring entries: live keys, or reclaimed slots waiting for their entry to pop.
+        let mut zombies = 0usize;
         for &slot in &s.ready {
-            if !fc.keys.is_live(slot) || fc.keys.get(slot).has(IN_READY) {
+            let free = free_keys.get(slot as usize).copied().unwrap_or(true);
+            if free || fc.keys.get(slot).has(IN_READY) {
                 return Err(invalid(format!(
-                    "ready ring entry {slot} is not a live key or is repeated"
+                    "ready ring entry {slot} is free, out of range or repeated"
                 )));
+            }
+            if !fc.keys.is_live(slot) {
+                zombies += 1;
             }
             fc.keys.get_mut(slot).set(IN_READY, true);
             fc.ready.push_back(slot);
+        }
+        if s.key_slots as usize != s.keys.len() + s.free_keys.len() + zombies {
+            return Err(invalid(
+                "key slots are not exactly the live keys, the free list and reclaimed ring slots",
+            ));
         }
         for (slot, k) in
             std::iter::once((UNKEYED, fc.keys.get(UNKEYED))).chain(fc.keys.live_slots())
