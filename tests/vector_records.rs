@@ -28,14 +28,25 @@ fn hv(id: &str, v: [f32; 2], t: i32) -> Vector {
 }
 
 fn fetch_one(index: &Index, ns: &str, id: &str) -> Option<FetchResult> {
-    index.fetch(ns, Fetch::ids([id]).include_all()).unwrap().remove(0)
+    index
+        .fetch(ns, Fetch::ids([id]).include_all())
+        .unwrap()
+        .remove(0)
 }
 
 fn all_ids(index: &Index, ns: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cursor = String::new();
     loop {
-        let page = index.range(ns, Range { cursor, ..Range::first(3) }).unwrap();
+        let page = index
+            .range(
+                ns,
+                Range {
+                    cursor,
+                    ..Range::first(3)
+                },
+            )
+            .unwrap();
         out.extend(page.vectors.into_iter().map(|v| v.id));
         if page.next_cursor.is_empty() {
             return out;
@@ -47,7 +58,9 @@ fn all_ids(index: &Index, ns: &str) -> Vec<String> {
 #[test]
 fn upserted_records_come_back_as_upserted() {
     let index = dense_index();
-    let v = Vector::dense("a", vec![3.0, 4.0]).with_metadata(json!({"k": [1, 2]})).with_data("text");
+    let v = Vector::dense("a", vec![3.0, 4.0])
+        .with_metadata(json!({"k": [1, 2]}))
+        .with_data("text");
     index.upsert("", vec![v]).unwrap();
     let got = fetch_one(&index, "", "a").unwrap();
     // Cosine keeps the norm: the vector is not returned normalised.
@@ -61,24 +74,49 @@ fn upserted_records_come_back_as_upserted() {
 fn fetch_without_include_flags_returns_only_ids() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(json!({"x": 1})).with_data("d")])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0])
+                    .with_metadata(json!({"x": 1}))
+                    .with_data("d"),
+            ],
+        )
         .unwrap();
     let got = index.fetch("", Fetch::ids(["a"])).unwrap();
     assert_eq!(serde_json::to_string(&got).unwrap(), r#"[{"id":"a"}]"#);
     let got = index
-        .fetch("", Fetch { include_metadata: true, ..Fetch::ids(["a"]) })
+        .fetch(
+            "",
+            Fetch {
+                include_metadata: true,
+                ..Fetch::ids(["a"])
+            },
+        )
         .unwrap();
-    assert_eq!(serde_json::to_string(&got).unwrap(), r#"[{"id":"a","metadata":{"x":1}}]"#);
+    assert_eq!(
+        serde_json::to_string(&got).unwrap(),
+        r#"[{"id":"a","metadata":{"x":1}}]"#
+    );
 }
 
 #[test]
 fn fetch_keeps_order_and_gives_none_for_missing_ids() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]), Vector::dense("b", vec![0.0, 1.0])])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0]),
+                Vector::dense("b", vec![0.0, 1.0]),
+            ],
+        )
         .unwrap();
     let got = index.fetch("", Fetch::ids(["b", "zz", "a", "b"])).unwrap();
-    let ids: Vec<Option<&str>> = got.iter().map(|r| r.as_ref().map(|r| r.id.as_str())).collect();
+    let ids: Vec<Option<&str>> = got
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.id.as_str()))
+        .collect();
     assert_eq!(ids, vec![Some("b"), None, Some("a"), Some("b")]);
     assert_eq!(serde_json::to_string(&got[1]).unwrap(), "null");
 }
@@ -87,7 +125,14 @@ fn fetch_keeps_order_and_gives_none_for_missing_ids() {
 fn fetch_by_prefix_returns_matches_in_id_order() {
     let index = dense_index();
     let ids = ["doc-2", "doc-10", "other", "doc-1", "doc"];
-    index.upsert("", ids.iter().map(|id| Vector::dense(*id, vec![1.0, 1.0])).collect()).unwrap();
+    index
+        .upsert(
+            "",
+            ids.iter()
+                .map(|id| Vector::dense(*id, vec![1.0, 1.0]))
+                .collect(),
+        )
+        .unwrap();
     let got: Vec<String> = index
         .fetch("", Fetch::prefix("doc-"))
         .unwrap()
@@ -110,12 +155,24 @@ fn numeric_ids_on_the_wire_become_strings() {
 fn upsert_replaces_the_whole_record() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(json!({"x": 1})).with_data("d")])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0])
+                    .with_metadata(json!({"x": 1}))
+                    .with_data("d"),
+            ],
+        )
         .unwrap();
-    index.upsert("", vec![Vector::dense("a", vec![0.0, 2.0])]).unwrap();
+    index
+        .upsert("", vec![Vector::dense("a", vec![0.0, 2.0])])
+        .unwrap();
     let got = fetch_one(&index, "", "a").unwrap();
     assert_eq!(got.vector, Some(vec![0.0, 2.0]));
-    assert_eq!(got.metadata, None, "metadata is not kept from the old record");
+    assert_eq!(
+        got.metadata, None,
+        "metadata is not kept from the old record"
+    );
     assert_eq!(got.data, None);
     assert_eq!(index.info().vector_count, 1);
 }
@@ -124,26 +181,52 @@ fn upsert_replaces_the_whole_record() {
 fn later_duplicate_in_one_batch_wins() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]), Vector::dense("a", vec![0.0, 1.0])])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0]),
+                Vector::dense("a", vec![0.0, 1.0]),
+            ],
+        )
         .unwrap();
-    assert_eq!(fetch_one(&index, "", "a").unwrap().vector, Some(vec![0.0, 1.0]));
+    assert_eq!(
+        fetch_one(&index, "", "a").unwrap().vector,
+        Some(vec![0.0, 1.0])
+    );
     assert_eq!(index.info().vector_count, 1);
 }
 
 #[test]
 fn update_overwrites_metadata_by_default() {
     let index = dense_index();
-    index.upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(json!({"x": 1, "y": 2}))]).unwrap();
-    let u = Update { id: "a".into(), metadata: Some(json!({"z": 3})), ..Update::default() };
+    index
+        .upsert(
+            "",
+            vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(json!({"x": 1, "y": 2}))],
+        )
+        .unwrap();
+    let u = Update {
+        id: "a".into(),
+        metadata: Some(json!({"z": 3})),
+        ..Update::default()
+    };
     assert!(index.update("", u).unwrap());
-    assert_eq!(fetch_one(&index, "", "a").unwrap().metadata, Some(json!({"z": 3})));
+    assert_eq!(
+        fetch_one(&index, "", "a").unwrap().metadata,
+        Some(json!({"z": 3}))
+    );
 }
 
 #[test]
 fn update_patches_metadata_as_a_merge_patch() {
     let index = dense_index();
     let meta = json!({"keep": 1, "drop": 2, "nested": {"a": 1, "b": 2}});
-    index.upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(meta)]).unwrap();
+    index
+        .upsert(
+            "",
+            vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(meta)],
+        )
+        .unwrap();
     let u: Update = serde_json::from_value(json!({
         "id": "a",
         "metadata": {"drop": null, "new": "v", "nested": {"b": null, "c": 3}},
@@ -161,7 +244,9 @@ fn update_patches_metadata_as_a_merge_patch() {
 #[test]
 fn update_patch_on_a_record_without_metadata_creates_it() {
     let index = dense_index();
-    index.upsert("", vec![Vector::dense("a", vec![1.0, 0.0])]).unwrap();
+    index
+        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0])])
+        .unwrap();
     let u = Update {
         id: "a".into(),
         metadata: Some(json!({"x": 1, "gone": null})),
@@ -169,16 +254,31 @@ fn update_patch_on_a_record_without_metadata_creates_it() {
         ..Update::default()
     };
     assert!(index.update("", u).unwrap());
-    assert_eq!(fetch_one(&index, "", "a").unwrap().metadata, Some(json!({"x": 1})));
+    assert_eq!(
+        fetch_one(&index, "", "a").unwrap().metadata,
+        Some(json!({"x": 1}))
+    );
 }
 
 #[test]
 fn update_changes_vector_and_data_and_keeps_the_rest() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_metadata(json!({"m": 1})).with_data("old")])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0])
+                    .with_metadata(json!({"m": 1}))
+                    .with_data("old"),
+            ],
+        )
         .unwrap();
-    let u = Update { id: "a".into(), vector: Some(vec![0.0, 1.0]), data: Some("new".into()), ..Update::default() };
+    let u = Update {
+        id: "a".into(),
+        vector: Some(vec![0.0, 1.0]),
+        data: Some("new".into()),
+        ..Update::default()
+    };
     assert!(index.update("", u).unwrap());
     let got = fetch_one(&index, "", "a").unwrap();
     assert_eq!(got.vector, Some(vec![0.0, 1.0]));
@@ -192,10 +292,18 @@ fn update_changes_vector_and_data_and_keeps_the_rest() {
 #[test]
 fn update_of_a_missing_id_or_namespace_is_false() {
     let index = dense_index();
-    let u = Update { id: "nope".into(), data: Some("x".into()), ..Update::default() };
+    let u = Update {
+        id: "nope".into(),
+        data: Some("x".into()),
+        ..Update::default()
+    };
     assert!(!index.update("", u.clone()).unwrap());
     assert!(!index.update("no-such-ns", u).unwrap());
-    assert_eq!(index.list_namespaces(), vec![String::new()], "update creates no namespace");
+    assert_eq!(
+        index.list_namespaces(),
+        vec![String::new()],
+        "update creates no namespace"
+    );
 }
 
 #[test]
@@ -211,8 +319,13 @@ fn hybrid_update_replaces_both_parts() {
     assert!(index.update("", u).unwrap());
     let got = fetch_one(&index, "", "a").unwrap();
     assert_eq!(got.vector, Some(vec![0.0, 1.0]));
-    assert_eq!(got.sparse_vector, Some(SparseVector::new(vec![9], vec![2.0])));
-    let old = index.query("", &Query::sparse(SparseVector::new(vec![5], vec![1.0]), 5)).unwrap();
+    assert_eq!(
+        got.sparse_vector,
+        Some(SparseVector::new(vec![9], vec![2.0]))
+    );
+    let old = index
+        .query("", &Query::sparse(SparseVector::new(vec![5], vec![1.0]), 5))
+        .unwrap();
     assert!(old.is_empty(), "the old sparse part is gone: {old:?}");
 }
 
@@ -220,7 +333,13 @@ fn hybrid_update_replaces_both_parts() {
 fn delete_by_ids_counts_only_present_records() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]), Vector::dense("b", vec![0.0, 1.0])])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0]),
+                Vector::dense("b", vec![0.0, 1.0]),
+            ],
+        )
         .unwrap();
     assert_eq!(index.delete("", Delete::ids(["a", "zz", "a"])).unwrap(), 1);
     assert_eq!(all_ids(&index, ""), vec!["b"]);
@@ -231,7 +350,14 @@ fn delete_by_ids_counts_only_present_records() {
 fn delete_by_prefix_removes_exactly_the_matches() {
     let index = dense_index();
     let ids = ["a-1", "a-2", "a", "b-1", "a-"];
-    index.upsert("", ids.iter().map(|id| Vector::dense(*id, vec![1.0, 1.0])).collect()).unwrap();
+    index
+        .upsert(
+            "",
+            ids.iter()
+                .map(|id| Vector::dense(*id, vec![1.0, 1.0]))
+                .collect(),
+        )
+        .unwrap();
     assert_eq!(index.delete("", Delete::prefix("a-")).unwrap(), 3);
     assert_eq!(all_ids(&index, ""), vec!["a", "b-1"]);
 }
@@ -239,9 +365,14 @@ fn delete_by_prefix_removes_exactly_the_matches() {
 #[test]
 fn delete_by_a_bad_filter_is_an_error_and_deletes_nothing() {
     let index = dense_index();
-    index.upsert("", vec![Vector::dense("a", vec![1.0, 0.0])]).unwrap();
+    index
+        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0])])
+        .unwrap();
     let err = index.delete("", Delete::filter("city =")).unwrap_err();
-    assert!(matches!(err, flowvec::vector::VectorError::InvalidFilter { .. }), "{err:?}");
+    assert!(
+        matches!(err, flowvec::vector::VectorError::InvalidFilter { .. }),
+        "{err:?}"
+    );
     assert_eq!(index.info().vector_count, 1);
 }
 
@@ -270,10 +401,18 @@ fn delete_by_filter_removes_matching_records_once_filters_parse() {
 fn deleted_slots_are_reused_without_mixing_records() {
     let index = dense_index();
     index
-        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0]).with_data("A"), Vector::dense("b", vec![0.0, 1.0])])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("a", vec![1.0, 0.0]).with_data("A"),
+                Vector::dense("b", vec![0.0, 1.0]),
+            ],
+        )
         .unwrap();
     assert_eq!(index.delete("", Delete::ids(["a"])).unwrap(), 1);
-    index.upsert("", vec![Vector::dense("c", vec![-1.0, 0.0])]).unwrap();
+    index
+        .upsert("", vec![Vector::dense("c", vec![-1.0, 0.0])])
+        .unwrap();
     let c = fetch_one(&index, "", "c").unwrap();
     assert_eq!((c.vector, c.data), (Some(vec![-1.0, 0.0]), None));
     assert_eq!(fetch_one(&index, "", "a"), None);
@@ -286,7 +425,14 @@ fn deleted_slots_are_reused_without_mixing_records() {
 fn range_pages_through_everything_in_id_order() {
     let index = dense_index();
     let ids: Vec<String> = (0..10).map(|i| format!("id-{i}")).collect();
-    index.upsert("", ids.iter().map(|id| Vector::dense(id.clone(), vec![1.0, 1.0])).collect()).unwrap();
+    index
+        .upsert(
+            "",
+            ids.iter()
+                .map(|id| Vector::dense(id.clone(), vec![1.0, 1.0]))
+                .collect(),
+        )
+        .unwrap();
     let first = index.range("", Range::first(4)).unwrap();
     assert_eq!(first.vectors.len(), 4);
     assert!(!first.next_cursor.is_empty());
@@ -300,16 +446,39 @@ fn range_pages_through_everything_in_id_order() {
 fn range_cursor_survives_writes_between_pages() {
     let index = dense_index();
     index
-        .upsert("", ["a", "b", "c", "d", "e"].iter().map(|id| Vector::dense(*id, vec![1.0, 1.0])).collect())
+        .upsert(
+            "",
+            ["a", "b", "c", "d", "e"]
+                .iter()
+                .map(|id| Vector::dense(*id, vec![1.0, 1.0]))
+                .collect(),
+        )
         .unwrap();
     let p1 = index.range("", Range::first(2)).unwrap();
-    assert_eq!(p1.vectors.iter().map(|v| v.id.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+    assert_eq!(
+        p1.vectors.iter().map(|v| v.id.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
     // Delete the record the cursor points at, insert one before and one after it.
     index.delete("", Delete::ids(["c"])).unwrap();
     index
-        .upsert("", vec![Vector::dense("aa", vec![1.0, 1.0]), Vector::dense("cc", vec![1.0, 1.0])])
+        .upsert(
+            "",
+            vec![
+                Vector::dense("aa", vec![1.0, 1.0]),
+                Vector::dense("cc", vec![1.0, 1.0]),
+            ],
+        )
         .unwrap();
-    let p2 = index.range("", Range { cursor: p1.next_cursor, ..Range::first(10) }).unwrap();
+    let p2 = index
+        .range(
+            "",
+            Range {
+                cursor: p1.next_cursor,
+                ..Range::first(10)
+            },
+        )
+        .unwrap();
     let ids: Vec<&str> = p2.vectors.iter().map(|v| v.id.as_str()).collect();
     assert_eq!(ids, vec!["cc", "d", "e"]);
     assert_eq!(p2.next_cursor, "");
@@ -333,20 +502,47 @@ fn range_with_prefix_and_include_flags() {
     }))
     .unwrap();
     let p1 = index.range("", r.clone()).unwrap();
-    assert_eq!(serde_json::to_value(&p1.vectors).unwrap(), json!([{"id": "p-1", "metadata": {"n": 1}}]));
-    let p2 = index.range("", Range { cursor: p1.next_cursor, ..r }).unwrap();
-    assert_eq!(serde_json::to_value(&p2).unwrap(), json!({"nextCursor": "", "vectors": [{"id": "p-2", "data": "two"}]}));
+    assert_eq!(
+        serde_json::to_value(&p1.vectors).unwrap(),
+        json!([{"id": "p-1", "metadata": {"n": 1}}])
+    );
+    let p2 = index
+        .range(
+            "",
+            Range {
+                cursor: p1.next_cursor,
+                ..r
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&p2).unwrap(),
+        json!({"nextCursor": "", "vectors": [{"id": "p-2", "data": "two"}]})
+    );
 }
 
 #[test]
 fn missing_namespaces_read_as_empty() {
     let index = dense_index();
-    assert_eq!(index.query("nope", &Query::dense(vec![1.0, 0.0], 3)).unwrap(), vec![]);
-    assert_eq!(index.fetch("nope", Fetch::ids(["a", "b"])).unwrap(), vec![None, None]);
+    assert_eq!(
+        index
+            .query("nope", &Query::dense(vec![1.0, 0.0], 3))
+            .unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        index.fetch("nope", Fetch::ids(["a", "b"])).unwrap(),
+        vec![None, None]
+    );
     assert_eq!(index.fetch("nope", Fetch::prefix("")).unwrap(), vec![]);
     let page = index.range("nope", Range::first(5)).unwrap();
     assert_eq!((page.vectors.len(), page.next_cursor.as_str()), (0, ""));
-    assert_eq!(index.query_batch("nope", &[Query::dense(vec![1.0, 0.0], 1)]).unwrap(), vec![vec![]]);
+    assert_eq!(
+        index
+            .query_batch("nope", &[Query::dense(vec![1.0, 0.0], 1)])
+            .unwrap(),
+        vec![vec![]]
+    );
     // Reading never creates a namespace.
     assert_eq!(index.list_namespaces(), vec![String::new()]);
 }
@@ -355,33 +551,59 @@ fn missing_namespaces_read_as_empty() {
 fn namespaces_are_isolated_created_on_upsert_and_deletable() {
     let index = dense_index();
     assert_eq!(index.list_namespaces(), vec![""]);
-    index.upsert("ns1", vec![Vector::dense("a", vec![1.0, 0.0])]).unwrap();
-    index.upsert("ns2", vec![Vector::dense("a", vec![0.0, 1.0])]).unwrap();
+    index
+        .upsert("ns1", vec![Vector::dense("a", vec![1.0, 0.0])])
+        .unwrap();
+    index
+        .upsert("ns2", vec![Vector::dense("a", vec![0.0, 1.0])])
+        .unwrap();
     assert_eq!(index.list_namespaces(), vec!["", "ns1", "ns2"]);
-    assert_eq!(fetch_one(&index, "ns1", "a").unwrap().vector, Some(vec![1.0, 0.0]));
-    assert_eq!(fetch_one(&index, "ns2", "a").unwrap().vector, Some(vec![0.0, 1.0]));
+    assert_eq!(
+        fetch_one(&index, "ns1", "a").unwrap().vector,
+        Some(vec![1.0, 0.0])
+    );
+    assert_eq!(
+        fetch_one(&index, "ns2", "a").unwrap().vector,
+        Some(vec![0.0, 1.0])
+    );
     assert_eq!(fetch_one(&index, "", "a"), None);
     index.delete_namespace("ns1").unwrap();
     assert_eq!(index.list_namespaces(), vec!["", "ns2"]);
     assert_eq!(fetch_one(&index, "ns1", "a"), None);
     // A later upsert creates it afresh, empty.
-    index.upsert("ns1", vec![Vector::dense("b", vec![1.0, 0.0])]).unwrap();
+    index
+        .upsert("ns1", vec![Vector::dense("b", vec![1.0, 0.0])])
+        .unwrap();
     assert_eq!(all_ids(&index, "ns1"), vec!["b"]);
 }
 
 #[test]
 fn reset_empties_one_namespace_and_keeps_it() {
     let index = dense_index();
-    index.upsert("", vec![Vector::dense("a", vec![1.0, 0.0])]).unwrap();
-    index.upsert("ns", vec![Vector::dense("a", vec![1.0, 0.0])]).unwrap();
+    index
+        .upsert("", vec![Vector::dense("a", vec![1.0, 0.0])])
+        .unwrap();
+    index
+        .upsert("ns", vec![Vector::dense("a", vec![1.0, 0.0])])
+        .unwrap();
     index.reset("ns");
     assert_eq!(all_ids(&index, "ns"), Vec::<String>::new());
     assert_eq!(all_ids(&index, ""), vec!["a"]);
     assert_eq!(index.list_namespaces(), vec!["", "ns"]);
-    assert!(index.query("ns", &Query::dense(vec![1.0, 0.0], 5)).unwrap().is_empty());
+    assert!(
+        index
+            .query("ns", &Query::dense(vec![1.0, 0.0], 5))
+            .unwrap()
+            .is_empty()
+    );
     // The namespace works again after a reset.
-    index.upsert("ns", vec![Vector::dense("z", vec![0.0, 1.0])]).unwrap();
-    assert_eq!(index.query("ns", &Query::dense(vec![0.0, 1.0], 5)).unwrap()[0].id, "z");
+    index
+        .upsert("ns", vec![Vector::dense("z", vec![0.0, 1.0])])
+        .unwrap();
+    assert_eq!(
+        index.query("ns", &Query::dense(vec![0.0, 1.0], 5)).unwrap()[0].id,
+        "z"
+    );
     index.reset("never-existed");
     assert_eq!(index.list_namespaces(), vec!["", "ns"]);
 }
@@ -395,13 +617,21 @@ fn reset_all_leaves_only_an_empty_default_namespace() {
     assert_eq!(index.list_namespaces(), vec![""]);
     assert_eq!(index.info().vector_count, 0);
     index.upsert("", vec![hv("c", [1.0, 0.0], 1)]).unwrap();
-    assert_eq!(index.query("", &Query::sparse(SparseVector::new(vec![1], vec![1.0]), 5)).unwrap().len(), 1);
+    assert_eq!(
+        index
+            .query("", &Query::sparse(SparseVector::new(vec![1], vec![1.0]), 5))
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
 fn info_reports_counts_kind_dimension_and_metric() {
     let index = hybrid_index();
-    index.upsert("", vec![hv("a", [1.0, 0.0], 1), hv("b", [1.0, 0.0], 2)]).unwrap();
+    index
+        .upsert("", vec![hv("a", [1.0, 0.0], 1), hv("b", [1.0, 0.0], 2)])
+        .unwrap();
     index.upsert("ns", vec![hv("a", [1.0, 0.0], 1)]).unwrap();
     let info = index.info();
     assert_eq!(info.vector_count, 3);
@@ -412,11 +642,20 @@ fn info_reports_counts_kind_dimension_and_metric() {
     assert_eq!(wire["similarityFunction"], "EUCLIDEAN");
     assert_eq!(wire["indexType"], "HYBRID");
     assert_eq!(wire["pendingVectorCount"], 0);
-    assert_eq!(wire["namespaces"], json!({"": {"vectorCount": 2, "pendingVectorCount": 0}, "ns": {"vectorCount": 1, "pendingVectorCount": 0}}));
-    assert_eq!(wire["denseIndex"], json!({"dimension": 2, "similarityFunction": "EUCLIDEAN"}));
+    assert_eq!(
+        wire["namespaces"],
+        json!({"": {"vectorCount": 2, "pendingVectorCount": 0}, "ns": {"vectorCount": 1, "pendingVectorCount": 0}})
+    );
+    assert_eq!(
+        wire["denseIndex"],
+        json!({"dimension": 2, "similarityFunction": "EUCLIDEAN"})
+    );
     let sparse = Index::new(IndexConfig::sparse()).unwrap().info();
     let wire = serde_json::to_value(&sparse).unwrap();
-    assert_eq!((wire["dimension"].clone(), wire["indexType"].clone()), (json!(0), json!("SPARSE")));
+    assert_eq!(
+        (wire["dimension"].clone(), wire["indexType"].clone()),
+        (json!(0), json!("SPARSE"))
+    );
     assert!(wire.get("denseIndex").is_none());
 }
 
@@ -466,7 +705,11 @@ fn f(v: [i8; 3]) -> Vec<f32> {
 }
 
 fn euclid_score(a: [i8; 3], b: [i8; 3]) -> f32 {
-    let d: i32 = a.iter().zip(b).map(|(x, y)| (i32::from(*x) - i32::from(y)).pow(2)).sum();
+    let d: i32 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (i32::from(*x) - i32::from(y)).pow(2))
+        .sum();
     1.0 / (1.0 + d as f32)
 }
 
@@ -478,24 +721,45 @@ fn apply(index: &Index, model: &mut BTreeMap<String, Rec>, op: &Op) {
                 .map(|(i, v, t, m)| Vector {
                     id: id(*i),
                     vector: Some(f(*v)),
-                    sparse_vector: Some(SparseVector::new(vec![*t, 10 + i32::from(*i)], vec![1.0, 0.5])),
+                    sparse_vector: Some(SparseVector::new(
+                        vec![*t, 10 + i32::from(*i)],
+                        vec![1.0, 0.5],
+                    )),
                     metadata: m.map(|m| json!({"m": m})),
                     data: m.map(|m| format!("d{m}")),
                 })
                 .collect();
             index.upsert("", vs).unwrap();
             for (i, v, t, m) in batch {
-                let rec = Rec { v: *v, t: *t, meta: m.map(|m| json!({"m": m})), data: m.map(|m| format!("d{m}")) };
+                let rec = Rec {
+                    v: *v,
+                    t: *t,
+                    meta: m.map(|m| json!({"m": m})),
+                    data: m.map(|m| format!("d{m}")),
+                };
                 model.insert(id(*i), rec);
             }
         }
         Op::UpdateMeta(i, m, patch) => {
-            let mode = if *patch { MetadataUpdateMode::Patch } else { MetadataUpdateMode::Overwrite };
-            let u = Update { id: id(*i), metadata: Some(json!({"u": m})), metadata_update_mode: mode, ..Update::default() };
+            let mode = if *patch {
+                MetadataUpdateMode::Patch
+            } else {
+                MetadataUpdateMode::Overwrite
+            };
+            let u = Update {
+                id: id(*i),
+                metadata: Some(json!({"u": m})),
+                metadata_update_mode: mode,
+                ..Update::default()
+            };
             let changed = index.update("", u).unwrap();
             assert_eq!(changed, model.contains_key(&id(*i)));
             if let Some(rec) = model.get_mut(&id(*i)) {
-                let mut meta = if *patch { rec.meta.clone().unwrap_or(json!({})) } else { json!({}) };
+                let mut meta = if *patch {
+                    rec.meta.clone().unwrap_or(json!({}))
+                } else {
+                    json!({})
+                };
                 meta["u"] = json!(m);
                 rec.meta = Some(meta);
             }
@@ -504,7 +768,10 @@ fn apply(index: &Index, model: &mut BTreeMap<String, Rec>, op: &Op) {
             let u = Update {
                 id: id(*i),
                 vector: Some(f(*v)),
-                sparse_vector: Some(SparseVector::new(vec![*t, 10 + i32::from(*i)], vec![1.0, 0.5])),
+                sparse_vector: Some(SparseVector::new(
+                    vec![*t, 10 + i32::from(*i)],
+                    vec![1.0, 0.5],
+                )),
                 ..Update::default()
             };
             assert_eq!(index.update("", u).unwrap(), model.contains_key(&id(*i)));
@@ -525,7 +792,10 @@ fn apply(index: &Index, model: &mut BTreeMap<String, Rec>, op: &Op) {
             let prefix = ["a", "b"][usize::from(*p)];
             let before = model.len();
             model.retain(|k, _| !k.starts_with(prefix));
-            assert_eq!(index.delete("", Delete::prefix(prefix)).unwrap(), before - model.len());
+            assert_eq!(
+                index.delete("", Delete::prefix(prefix)).unwrap(),
+                before - model.len()
+            );
         }
         Op::Reset => {
             index.reset("");
@@ -537,7 +807,9 @@ fn apply(index: &Index, model: &mut BTreeMap<String, Rec>, op: &Op) {
 fn check(index: &Index, model: &BTreeMap<String, Rec>, probe: [i8; 3], term: i32) {
     // Fetch every possible id.
     let ids: Vec<String> = (0..12).map(id).collect();
-    let got = index.fetch("", Fetch::ids(ids.clone()).include_all()).unwrap();
+    let got = index
+        .fetch("", Fetch::ids(ids.clone()).include_all())
+        .unwrap();
     for (i, r) in ids.iter().zip(got) {
         match (model.get(i), r) {
             (None, None) => {}
@@ -553,16 +825,33 @@ fn check(index: &Index, model: &BTreeMap<String, Rec>, probe: [i8; 3], term: i32
         }
     }
     // Range sees exactly the model's ids in order.
-    assert_eq!(all_ids(index, ""), model.keys().cloned().collect::<Vec<_>>());
+    assert_eq!(
+        all_ids(index, ""),
+        model.keys().cloned().collect::<Vec<_>>()
+    );
     // Dense: every record, by score then id.
-    let mut expected: Vec<(String, f32)> = model.iter().map(|(k, r)| (k.clone(), euclid_score(probe, r.v))).collect();
+    let mut expected: Vec<(String, f32)> = model
+        .iter()
+        .map(|(k, r)| (k.clone(), euclid_score(probe, r.v)))
+        .collect();
     expected.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let q = Query { query_mode: flowvec::vector::QueryMode::Dense, ..Query::dense(f(probe), 20) };
-    let hits: Vec<(String, f32)> = index.query("", &q).unwrap().into_iter().map(|h| (h.id, h.score)).collect();
+    let q = Query {
+        query_mode: flowvec::vector::QueryMode::Dense,
+        ..Query::dense(f(probe), 20)
+    };
+    let hits: Vec<(String, f32)> = index
+        .query("", &q)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.id, h.score))
+        .collect();
     assert_eq!(hits, expected);
     // Sparse: exactly the records holding `term`, all with score 1, by id.
     let hits: Vec<String> = index
-        .query("", &Query::sparse(SparseVector::new(vec![term], vec![1.0]), 20))
+        .query(
+            "",
+            &Query::sparse(SparseVector::new(vec![term], vec![1.0]), 20),
+        )
         .unwrap()
         .into_iter()
         .map(|h| {
@@ -570,7 +859,11 @@ fn check(index: &Index, model: &BTreeMap<String, Rec>, probe: [i8; 3], term: i32
             h.id
         })
         .collect();
-    let expected: Vec<String> = model.iter().filter(|(_, r)| r.t == term).map(|(k, _)| k.clone()).collect();
+    let expected: Vec<String> = model
+        .iter()
+        .filter(|(_, r)| r.t == term)
+        .map(|(k, _)| k.clone())
+        .collect();
     assert_eq!(hits, expected);
 }
 
