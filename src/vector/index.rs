@@ -193,10 +193,9 @@ impl Index {
         let sparse = sparse_vector
             .map(|s| validator.sparse(s, &ctx))
             .transpose()?;
-        if let Some(m) = &metadata {
-            if !m.is_object() {
-                validator.metadata_size(m)?;
-            }
+        // The object rule is checked now; the size cap once the patch has been applied.
+        if let Some(m) = metadata.as_ref().filter(|m| !m.is_object()) {
+            validator.metadata_size(m)?;
         }
         validator.data(data.as_ref())?;
         let change = Change {

@@ -382,3 +382,67 @@ impl Namespace {
         engines + records + self.slots.capacity() * std::mem::size_of::<Option<Slot>>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::{Metric, Vector};
+
+    fn checked(config: &IndexConfig, id: &str, x: f32) -> Checked {
+        let rules = DenseIndex::new(DenseConfig::new(config.dimension, config.metric)).unwrap();
+        let v = Validator {
+            config,
+            dense: Some(&rules),
+        };
+        v.record(Vector::dense(id, vec![x, 1.0])).unwrap()
+    }
+
+    #[test]
+    fn freed_slots_are_reused_and_replace_keeps_the_slot() {
+        let config = IndexConfig::dense(2, Metric::Euclidean);
+        let mut ns = Namespace::new(&config).unwrap();
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            ns.put(checked(&config, id, i as f32)).unwrap();
+        }
+        assert_eq!(ns.slots.len(), 3);
+        ns.put(checked(&config, "b", 9.0)).unwrap();
+        assert_eq!(
+            (ns.slots.len(), ns.ids["b"]),
+            (3, 1),
+            "replace keeps b's slot"
+        );
+        assert!(ns.remove("a") && ns.remove("c"));
+        assert!(!ns.remove("a"));
+        ns.put(checked(&config, "d", 4.0)).unwrap();
+        ns.put(checked(&config, "e", 5.0)).unwrap();
+        ns.put(checked(&config, "f", 6.0)).unwrap();
+        assert_eq!(ns.slots.len(), 4, "two freed slots reused, one new");
+        let mut slots: Vec<u32> = ns.ids.values().copied().collect();
+        slots.sort_unstable();
+        assert_eq!(slots, vec![0, 1, 2, 3]);
+        for (id, &slot) in &ns.ids {
+            assert_eq!(ns.id_of(slot), &**id);
+            assert!(ns.dense.as_ref().unwrap().contains(slot));
+        }
+        assert_eq!(ns.dense.as_ref().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn clear_empties_records_and_engines() {
+        let config = IndexConfig::hybrid(2, Metric::Cosine);
+        let mut ns = Namespace::new(&config).unwrap();
+        let rules = DenseIndex::new(DenseConfig::new(2, Metric::Cosine)).unwrap();
+        let v = Validator {
+            config: &config,
+            dense: Some(&rules),
+        };
+        let mut rec = Vector::dense("a", vec![1.0, 0.0]);
+        rec.sparse_vector = Some(SparseVector::new(vec![1], vec![1.0]));
+        ns.put(v.record(rec).unwrap()).unwrap();
+        ns.clear();
+        assert_eq!(ns.len(), 0);
+        assert!(ns.dense.as_ref().unwrap().is_empty());
+        assert!(ns.sparse.as_ref().unwrap().is_empty());
+        assert!(ns.slots.is_empty() && ns.free.is_empty());
+    }
+}
