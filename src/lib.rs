@@ -19,3 +19,4 @@
 pub mod flow;
 pub mod management;
 pub mod vector;
+pub mod wire;

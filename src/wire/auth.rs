@@ -135,13 +135,19 @@ mod tests {
 
     #[test]
     fn check_accepts_only_bearer_with_a_known_token() {
-        let tokens = Tokens::new()
-            .with_vector_token("v")
-            .with_queue_token("q");
+        let tokens = Tokens::new().with_vector_token("v").with_queue_token("q");
         assert!(tokens.check(Api::Vector, Some("Bearer v")).is_ok());
         assert!(tokens.check(Api::Vector, Some("bearer v")).is_ok());
         assert!(tokens.check(Api::Queue, Some("Bearer q")).is_ok());
-        for bad in [None, Some(""), Some("Bearer"), Some("Bearer "), Some("Basic v"), Some("Bearer q"), Some("v")] {
+        for bad in [
+            None,
+            Some(""),
+            Some("Bearer"),
+            Some("Bearer "),
+            Some("Basic v"),
+            Some("Bearer q"),
+            Some("v"),
+        ] {
             let err = tokens.check(Api::Vector, bad).unwrap_err();
             assert_eq!(err.status(), 401, "{bad:?}");
         }

@@ -20,7 +20,9 @@ pub(crate) fn decode(raw: &str, plus_is_space: bool, what: &str) -> Result<Strin
             b'%' => {
                 let hex = bytes.get(i + 1..i + 3).and_then(|h| {
                     let h = std::str::from_utf8(h).ok()?;
-                    u8::from_str_radix(h, 16).ok().filter(|_| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                    u8::from_str_radix(h, 16)
+                        .ok()
+                        .filter(|_| h.bytes().all(|b| b.is_ascii_hexdigit()))
                 });
                 let Some(byte) = hex else {
                     return Err(WireError::BadEncoding {

@@ -255,9 +255,19 @@ mod tests {
             destination_url("https%3A%2F%2Fh%2Fp%3Fa%3D1", "b=2").unwrap(),
             "https://h/p?a=1&b=2"
         );
-        for bad in ["", "ftp://h/", "http://", "http:///x", "h/p", "http://h/a b"] {
+        for bad in [
+            "",
+            "ftp://h/",
+            "http://",
+            "http:///x",
+            "h/p",
+            "http://h/a b",
+        ] {
             assert!(
-                matches!(destination_url(bad, ""), Err(WireError::BadDestination { .. })),
+                matches!(
+                    destination_url(bad, ""),
+                    Err(WireError::BadDestination { .. })
+                ),
                 "{bad}"
             );
         }

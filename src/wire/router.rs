@@ -91,7 +91,9 @@ impl Route {
                     feature: "hosted embedding (raw text data)",
                 });
             }
-            "resumable-query" | "resumable-query-data" | "resumable-query-next"
+            "resumable-query"
+            | "resumable-query-data"
+            | "resumable-query-next"
             | "resumable-query-end" => {
                 return Ok(Self::VectorUnsupported {
                     feature: "resumable query",
@@ -133,7 +135,9 @@ impl Route {
             Some((key, op))
         });
         Some(match op {
-            Some((key, op)) => decode(key, false, "flow-control key").map(|key| Self::FlowOp { key, op }),
+            Some((key, op)) => {
+                decode(key, false, "flow-control key").map(|key| Self::FlowOp { key, op })
+            }
             None => decode(key_part, false, "flow-control key").map(|key| Self::FlowKey { key }),
         })
     }
@@ -192,18 +196,39 @@ mod tests {
 
     #[test]
     fn vector_paths_with_and_without_namespace() {
-        assert_eq!(Route::parse("/upsert").unwrap(), vector(VectorOp::Upsert, ""));
-        assert_eq!(Route::parse("/query/docs").unwrap(), vector(VectorOp::Query, "docs"));
+        assert_eq!(
+            Route::parse("/upsert").unwrap(),
+            vector(VectorOp::Upsert, "")
+        );
+        assert_eq!(
+            Route::parse("/query/docs").unwrap(),
+            vector(VectorOp::Query, "docs")
+        );
         assert_eq!(
             Route::parse("/delete-namespace/a%20b/c").unwrap(),
             vector(VectorOp::DeleteNamespace, "a b/c")
         );
         assert_eq!(Route::parse("/info").unwrap(), vector(VectorOp::Info, ""));
-        assert!(matches!(Route::parse("/info/x"), Err(WireError::RouteNotFound { .. })));
-        assert!(matches!(Route::parse("/nope"), Err(WireError::RouteNotFound { .. })));
-        assert!(matches!(Route::parse("upsert"), Err(WireError::RouteNotFound { .. })));
-        assert!(matches!(Route::parse("/query/%zz"), Err(WireError::BadEncoding { .. })));
-        assert!(matches!(Route::parse("/query-data"), Ok(Route::VectorUnsupported { .. })));
+        assert!(matches!(
+            Route::parse("/info/x"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/nope"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("upsert"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/query/%zz"),
+            Err(WireError::BadEncoding { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/query-data"),
+            Ok(Route::VectorUnsupported { .. })
+        ));
     }
 
     #[test]
@@ -228,14 +253,20 @@ mod tests {
                 op: FlowOp::ResetRate
             }
         );
-        assert_eq!(Route::parse("/v2/globalParallelism").unwrap(), Route::GlobalParallelism);
+        assert_eq!(
+            Route::parse("/v2/globalParallelism").unwrap(),
+            Route::GlobalParallelism
+        );
         assert_eq!(
             Route::parse("/v2/redis/reset-password/db%201").unwrap(),
             Route::ResetPassword {
                 id: "db 1".to_owned()
             }
         );
-        assert!(matches!(Route::parse("/v2/other"), Err(WireError::RouteNotFound { .. })));
+        assert!(matches!(
+            Route::parse("/v2/other"),
+            Err(WireError::RouteNotFound { .. })
+        ));
     }
 
     #[test]

@@ -118,8 +118,7 @@ impl Service {
     /// Answers one request at time `now`. Never panics on request content; every answer,
     /// errors included, has a JSON body (the vector SDK parses every body as JSON).
     pub fn handle(&self, req: &Request, now: Timestamp) -> Response {
-        self.route(req, now)
-            .unwrap_or_else(|err| err.to_response())
+        self.route(req, now).unwrap_or_else(|err| err.to_response())
     }
 
     fn route(&self, req: &Request, now: Timestamp) -> Result<Response, WireError> {

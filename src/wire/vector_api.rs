@@ -32,12 +32,16 @@ pub(crate) fn handle(
             Ok(result(&json!({ "updated": u8::from(updated) })))
         }
         VectorOp::Query => query(index, namespace, &req.body),
-        VectorOp::Fetch => Ok(result(&index.fetch(namespace, parse::<Fetch>(&req.body, FETCH)?)?)),
+        VectorOp::Fetch => Ok(result(
+            &index.fetch(namespace, parse::<Fetch>(&req.body, FETCH)?)?,
+        )),
         VectorOp::Delete => {
             let deleted = index.delete(namespace, parse::<Delete>(&req.body, DELETE)?)?;
             Ok(result(&json!({ "deleted": deleted })))
         }
-        VectorOp::Range => Ok(result(&index.range(namespace, parse::<Range>(&req.body, RANGE)?)?)),
+        VectorOp::Range => Ok(result(
+            &index.range(namespace, parse::<Range>(&req.body, RANGE)?)?,
+        )),
         VectorOp::Reset => {
             if reset_all(&req.query)? {
                 index.reset_all();
@@ -56,8 +60,10 @@ pub(crate) fn handle(
 }
 
 const UPSERT: &str = "a record {\"id\", \"vector\"?, \"sparseVector\"?, \"metadata\"?, \"data\"?} or an array of them";
-const UPDATE: &str = "{\"id\", \"vector\"?, \"sparseVector\"?, \"metadata\"?, \"data\"?, \"metadataUpdateMode\"?}";
-const QUERY: &str = "a query object {\"vector\"?, \"sparseVector\"?, \"topK\"?, ...} or an array of them";
+const UPDATE: &str =
+    "{\"id\", \"vector\"?, \"sparseVector\"?, \"metadata\"?, \"data\"?, \"metadataUpdateMode\"?}";
+const QUERY: &str =
+    "a query object {\"vector\"?, \"sparseVector\"?, \"topK\"?, ...} or an array of them";
 const FETCH: &str = "{\"ids\": [...]} or {\"prefix\": \"...\"} with optional include flags";
 const DELETE: &str = "{\"ids\": [...]}, {\"prefix\": \"...\"} or {\"filter\": \"...\"}";
 const RANGE: &str = "{\"cursor\", \"limit\", \"prefix\"?, include flags}";
