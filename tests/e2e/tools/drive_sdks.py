@@ -1,8 +1,12 @@
+"""Drive every SDK call WIRE.md documents against `echo_stub.py` (see there). Each call is
+preceded by a `### name` line on stdout, in the same order as the stub's request lines."""
+import sys
+
 from upstash_vector import Index, Vector
 from upstash_vector.types import SparseVector, WeightingStrategy, FusionAlgorithm, QueryMode, MetadataUpdateMode
 from qstash import QStash
 import numpy as np
-U = "http://127.0.0.1:18080"
+U = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:18080"
 idx = Index(url=U, token="tok")
 def step(name):
     print(f"### {name}", flush=True)

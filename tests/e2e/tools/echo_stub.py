@@ -1,3 +1,10 @@
+"""Throwaway echo stub: prints every request the SDKs send (method, path, headers, body) as one
+JSON line and answers with a minimal well-formed response, so `drive_sdks.py` can show the exact
+wire format. Used to confirm WIRE.md; not part of the test run.
+
+    python tests/e2e/tools/echo_stub.py 18080 > requests.jsonl &
+    python tests/e2e/tools/drive_sdks.py http://127.0.0.1:18080
+"""
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class H(BaseHTTPRequestHandler):
