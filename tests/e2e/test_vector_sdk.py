@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 import pytest
 from upstash_vector import Index, Vector
+from upstash_vector.types import Data
 from upstash_vector.errors import UpstashError
 from upstash_vector.types import MetadataUpdateMode, SparseVector
 
@@ -499,6 +500,15 @@ def test_sparse_part_on_dense_index_is_rejected(index, seeded):
 def test_zero_vector_is_rejected_for_cosine(index, seeded):
     with pytest.raises(UpstashError):
         index.upsert(vectors=[("zero", [0.0] * DIM)], namespace="errs")
+
+
+def test_unsupported_routes_answer_json_errors(index, seeded):
+    # Hosted-embedding routes (/upsert-data, /query-data) are not served; the SDK still needs a
+    # JSON error body to raise UpstashError (a bare 404 page would raise JSONDecodeError).
+    with pytest.raises(UpstashError):
+        index.upsert(vectors=[Data(id="text", data="hello world")], namespace="errs")
+    with pytest.raises(UpstashError):
+        index.query(data="hello world")
 
 
 def test_wrong_token_is_rejected(base_url, seeded):
