@@ -65,8 +65,9 @@ def token() -> str:
 
 @pytest.fixture(scope="session")
 def index(base_url: str, token: str) -> Index:
-    # retries=0: a refused connection must fail at once, not after 3 silent retries.
-    return Index(url=base_url, token=token, retries=0, allow_telemetry=False)
+    # retries=0: a refused connection must fail at once, not after 3 silent retries. Telemetry
+    # headers stay on (the default), as real users send them and the server must ignore them.
+    return Index(url=base_url, token=token, retries=0)
 
 
 @pytest.fixture(scope="session")

@@ -512,7 +512,7 @@ def test_unsupported_routes_answer_json_errors(index, seeded):
 
 
 def test_wrong_token_is_rejected(base_url, seeded):
-    bad = Index(url=base_url, token="not-the-token", retries=0, allow_telemetry=False)
+    bad = Index(url=base_url, token="not-the-token", retries=0)
     with pytest.raises(UpstashError):
         bad.info()
     with pytest.raises(UpstashError):
