@@ -1,19 +1,43 @@
 //! Nearest-neighbour search over dense, sparse and hybrid vectors (DESIGN §2).
 //!
 //! The public surface has two levels:
-//! - the record-level [`Index`](crate::vector) API with namespaces, ids, metadata and the query
-//!   contract of the reference service (under construction);
+//! - the record-level [`Index`] with namespaces, string ids, metadata and data, and the query
+//!   contract of the reference service; its request and response types ([`Vector`], [`Query`],
+//!   [`QueryResult`], [`Update`], [`Fetch`], [`Delete`], [`Range`], [`IndexInfo`], ...) carry
+//!   the wire's JSON names so an HTTP layer can deserialize bodies straight into them;
 //! - the low-level engines it is built from, public for hosts that manage their own records and
 //!   for benchmarks: [`dense::DenseIndex`], [`sparse::SparseIndex`], [`fusion`] and [`filter`].
+//!
+//! Inside a namespace each string id maps to an internal `u32` slot (freed slots are reused);
+//! the record layer keeps id, metadata and data per slot, the engines keep the vectors and give
+//! them back as inserted. Score ties in every engine break by a [`TieBreak`] that compares the
+//! records' string ids, so results are deterministic.
 
+mod config;
 pub mod dense;
 mod error;
 pub mod filter;
+mod filtering;
 pub mod fusion;
+mod index;
+mod merge_patch;
 mod metric;
+mod namespace;
+mod ops;
+mod query;
+mod record;
 pub mod sparse;
 mod topk;
+mod validate;
 
+pub use config::{GraphParams, IndexConfig, IndexKind, Limits};
 pub use error::VectorError;
+pub use index::{DEFAULT_NAMESPACE, Index};
 pub use metric::Metric;
+pub use ops::{
+    Delete, DenseIndexInfo, Fetch, IndexInfo, MetadataUpdateMode, NamespaceInfo, Range,
+    RangeResult, SparseIndexInfo, Update,
+};
+pub use query::{FusionAlgorithm, Query, QueryMode, QueryResult, WeightingStrategy};
+pub use record::{FetchResult, SparseVector, Vector};
 pub use topk::{TieBreak, TopK};

@@ -1,5 +1,8 @@
 //! The vector engine's error type.
 
+use crate::vector::IndexKind;
+use crate::vector::filter::FilterError;
+
 /// Everything that can go wrong in [`crate::vector`]: bad input and misuse.
 ///
 /// Each variant carries the offending values; the message says what was expected.
@@ -35,4 +38,162 @@ pub enum VectorError {
     /// A zero vector under the cosine metric, where its direction is undefined.
     #[error("zero vector under the cosine metric: cosine similarity is undefined for it")]
     ZeroVector,
+    /// A record id is the empty string.
+    #[error("empty vector id: an id must be a non-empty string")]
+    EmptyId,
+    /// A record id is longer than the index allows.
+    #[error("vector id of {length} bytes is too long, expected at most {max} bytes")]
+    IdTooLong {
+        /// The id's length in bytes.
+        length: usize,
+        /// The limit ([`Limits::id_max_bytes`](crate::vector::Limits::id_max_bytes)).
+        max: usize,
+    },
+    /// A record or query lacks a part its index kind needs.
+    #[error("{kind} index requires `{part}`{context}")]
+    MissingPart {
+        /// The index kind.
+        kind: IndexKind,
+        /// The wire name of the missing part (`vector` or `sparseVector`).
+        part: &'static str,
+        /// Where it was missing, e.g. ` for vector id "a"` (may be empty).
+        context: String,
+    },
+    /// A record or query carries a part its index kind does not have.
+    #[error("{kind} index does not accept `{part}`{context}")]
+    PartNotInIndex {
+        /// The index kind.
+        kind: IndexKind,
+        /// The wire name of the unexpected part (`vector` or `sparseVector`).
+        part: &'static str,
+        /// Where it was found, e.g. ` for vector id "a"` (may be empty).
+        context: String,
+    },
+    /// An update of a hybrid record gives only one of its two vector parts.
+    #[error(
+        "hybrid index update of vector id {id:?} gives only `{given}`: give both `vector` and \
+         `sparseVector`, or neither"
+    )]
+    HybridPartsTogether {
+        /// The record's id.
+        id: String,
+        /// The part that was given.
+        given: &'static str,
+    },
+    /// Metadata is not a JSON object.
+    #[error("metadata must be a JSON object, got {found}")]
+    MetadataNotObject {
+        /// The JSON type that was given (`array`, `string`, ...).
+        found: &'static str,
+    },
+    /// Metadata is larger than the index allows.
+    #[error("metadata of {size} bytes is too large, expected at most {max} bytes")]
+    MetadataTooLarge {
+        /// Its size as compact JSON.
+        size: usize,
+        /// The limit ([`Limits::metadata_max_bytes`](crate::vector::Limits::metadata_max_bytes)).
+        max: usize,
+    },
+    /// `data` is larger than the index allows.
+    #[error("data of {size} bytes is too large, expected at most {max} bytes")]
+    DataTooLarge {
+        /// Its length in bytes.
+        size: usize,
+        /// The limit ([`Limits::data_max_bytes`](crate::vector::Limits::data_max_bytes)).
+        max: usize,
+    },
+    /// A sparse vector's `indices` and `values` differ in length.
+    #[error(
+        "sparse vector has {indices} indices but {values} values, expected the same number of each"
+    )]
+    SparseLengthMismatch {
+        /// Number of indices.
+        indices: usize,
+        /// Number of values.
+        values: usize,
+    },
+    /// A sparse vector without entries.
+    #[error("sparse vector is empty, expected at least one entry")]
+    SparseEmpty,
+    /// A sparse vector with more entries than the index allows.
+    #[error("sparse vector has {count} entries, expected at most {max}")]
+    SparseTooManyEntries {
+        /// Number of entries given.
+        count: usize,
+        /// The limit ([`Limits::sparse_max_entries`](crate::vector::Limits::sparse_max_entries)).
+        max: usize,
+    },
+    /// A sparse vector names the same index twice.
+    #[error("sparse vector has index {index} more than once, expected unique indices")]
+    SparseDuplicateIndex {
+        /// The repeated index.
+        index: i32,
+    },
+    /// A sparse vector value is NaN or infinite.
+    #[error("sparse vector value at position {position} is {value}, expected a finite number")]
+    SparseNonFiniteValue {
+        /// Position of the bad value within `values`.
+        position: usize,
+        /// The value, as text.
+        value: String,
+    },
+    /// `topK` is zero or above the index's cap.
+    #[error("invalid topK: {top_k}, expected 1 ..= {max}")]
+    TopKOutOfRange {
+        /// The value given.
+        top_k: usize,
+        /// The cap ([`Limits::top_k_max`](crate::vector::Limits::top_k_max)).
+        max: usize,
+    },
+    /// A range `limit` is zero or above the index's cap.
+    #[error("invalid range limit: {limit}, expected 1 ..= {max}")]
+    LimitOutOfRange {
+        /// The value given.
+        limit: usize,
+        /// The cap ([`Limits::range_limit_max`](crate::vector::Limits::range_limit_max)).
+        max: usize,
+    },
+    /// A range cursor that this index did not hand out.
+    #[error("invalid range cursor {cursor:?}, expected \"\", \"0\" or a nextCursor from range")]
+    InvalidCursor {
+        /// The cursor given.
+        cursor: String,
+    },
+    /// A metadata filter that does not parse.
+    #[error("invalid filter {filter:?}: {error}")]
+    InvalidFilter {
+        /// The filter text.
+        filter: String,
+        /// What is wrong with it, and where.
+        #[source]
+        error: FilterError,
+    },
+    /// A delete or fetch that does not name exactly one selector.
+    #[error("{operation} needs exactly one of {allowed}, got {given}")]
+    SelectorCount {
+        /// `delete` or `fetch`.
+        operation: &'static str,
+        /// The selectors it accepts, e.g. `ids, prefix, filter`.
+        allowed: &'static str,
+        /// How many were given.
+        given: usize,
+    },
+    /// An update that changes nothing.
+    #[error(
+        "update of vector id {id:?} names nothing to update, expected at least one of vector, \
+         sparseVector, metadata, data"
+    )]
+    EmptyUpdate {
+        /// The record's id.
+        id: String,
+    },
+    /// An attempt to delete the default namespace `""`.
+    #[error("the default namespace cannot be deleted")]
+    CannotDeleteDefaultNamespace,
+    /// A namespace that does not exist.
+    #[error("namespace {namespace:?} does not exist")]
+    NamespaceNotFound {
+        /// The namespace name.
+        namespace: String,
+    },
 }

@@ -1,0 +1,273 @@
+//! An index's kind, metric, graph parameters and limits (DESIGN §2.1).
+
+use crate::vector::{Metric, VectorError};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which vector parts an index's records have.
+///
+/// On the wire (the reference's info `indexType`) the names are `DENSE`, `SPARSE` and `HYBRID`.
+///
+/// # Examples
+/// ```
+/// use flowvec::vector::IndexKind;
+/// assert_eq!(serde_json::to_string(&IndexKind::Hybrid).unwrap(), "\"HYBRID\"");
+/// assert!(IndexKind::Hybrid.has_dense() && IndexKind::Hybrid.has_sparse());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum IndexKind {
+    /// Dense vectors of a fixed dimension under a [`Metric`].
+    #[default]
+    Dense,
+    /// Sparse vectors scored by inner product.
+    Sparse,
+    /// A dense and a sparse part per record; queries fuse both.
+    Hybrid,
+}
+
+impl IndexKind {
+    /// Whether records have a dense `vector`.
+    #[must_use]
+    pub fn has_dense(self) -> bool {
+        matches!(self, IndexKind::Dense | IndexKind::Hybrid)
+    }
+
+    /// Whether records have a `sparseVector`.
+    #[must_use]
+    pub fn has_sparse(self) -> bool {
+        matches!(self, IndexKind::Sparse | IndexKind::Hybrid)
+    }
+
+    /// The wire name: `DENSE`, `SPARSE` or `HYBRID`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexKind::Dense => "DENSE",
+            IndexKind::Sparse => "SPARSE",
+            IndexKind::Hybrid => "HYBRID",
+        }
+    }
+}
+
+impl fmt::Display for IndexKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameters of the dense graph (HNSW).
+///
+/// `ef_search` is passed to every dense search as its `ef` (raised to `topK` when smaller).
+/// `m` and `ef_construction` are validated here and kept for the graph engine; the current
+/// [`DenseConfig`](crate::vector::dense::DenseConfig) is built with
+/// [`DenseConfig::new`](crate::vector::dense::DenseConfig::new) and does not take them yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GraphParams {
+    /// Links per node (hnsw `M`), 2 ..= 256. Default 16.
+    pub m: usize,
+    /// Candidate list size while building, at least `m`. Default 200.
+    pub ef_construction: usize,
+    /// Candidate list size while searching, at least 1. Default 64.
+    pub ef_search: usize,
+}
+
+impl Default for GraphParams {
+    fn default() -> Self {
+        GraphParams {
+            m: 16,
+            ef_construction: 200,
+            ef_search: 64,
+        }
+    }
+}
+
+/// Caps against abuse; every one is checked on input with a typed error.
+///
+/// | limit | default | error |
+/// |---|---|---|
+/// | `top_k_max` | 1000 | [`VectorError::TopKOutOfRange`] |
+/// | `range_limit_max` | 1000 | [`VectorError::LimitOutOfRange`] |
+/// | `sparse_max_entries` | 1000 | [`VectorError::SparseTooManyEntries`] |
+/// | `id_max_bytes` | 512 | [`VectorError::IdTooLong`] |
+/// | `metadata_max_bytes` (compact JSON) | 48 KiB | [`VectorError::MetadataTooLarge`] |
+/// | `data_max_bytes` | 1 MiB | [`VectorError::DataTooLarge`] |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Largest `topK` of a query.
+    pub top_k_max: usize,
+    /// Largest `limit` of a range page.
+    pub range_limit_max: usize,
+    /// Most entries of a sparse vector.
+    pub sparse_max_entries: usize,
+    /// Longest record id, in bytes.
+    pub id_max_bytes: usize,
+    /// Largest metadata, in bytes of compact JSON.
+    pub metadata_max_bytes: usize,
+    /// Largest `data` string, in bytes.
+    pub data_max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            top_k_max: 1000,
+            range_limit_max: 1000,
+            sparse_max_entries: 1000,
+            id_max_bytes: 512,
+            metadata_max_bytes: 48 * 1024,
+            data_max_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// Everything fixed when an [`Index`](crate::vector::Index) is created.
+///
+/// # Examples
+/// ```
+/// use flowvec::vector::{IndexConfig, IndexKind, Metric};
+/// let config = IndexConfig::hybrid(384, Metric::DotProduct);
+/// assert_eq!(config.kind, IndexKind::Hybrid);
+/// assert_eq!(config.limits.top_k_max, 1000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Which vector parts records have.
+    pub kind: IndexKind,
+    /// Dense dimension (at least 1 for dense and hybrid indexes, 0 for sparse ones).
+    pub dimension: usize,
+    /// Dense metric (reported as `DOT_PRODUCT` for sparse indexes, whose score is an inner
+    /// product).
+    pub metric: Metric,
+    /// Dense graph parameters.
+    #[serde(default)]
+    pub graph: GraphParams,
+    /// Input caps.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl IndexConfig {
+    /// A dense index of `dimension` under `metric`, default graph parameters and limits.
+    #[must_use]
+    pub fn dense(dimension: usize, metric: Metric) -> Self {
+        Self::with_kind(IndexKind::Dense, dimension, metric)
+    }
+
+    /// A sparse index with default limits.
+    #[must_use]
+    pub fn sparse() -> Self {
+        Self::with_kind(IndexKind::Sparse, 0, Metric::DotProduct)
+    }
+
+    /// A hybrid index whose dense part has `dimension` and `metric`.
+    #[must_use]
+    pub fn hybrid(dimension: usize, metric: Metric) -> Self {
+        Self::with_kind(IndexKind::Hybrid, dimension, metric)
+    }
+
+    fn with_kind(kind: IndexKind, dimension: usize, metric: Metric) -> Self {
+        IndexConfig {
+            kind,
+            dimension,
+            metric,
+            graph: GraphParams::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Checks every parameter.
+    ///
+    /// # Errors
+    /// [`VectorError::InvalidParameter`] naming the first parameter out of range.
+    pub fn validate(&self) -> Result<(), VectorError> {
+        let bad = |name: &'static str, value: usize, expected: &'static str| {
+            Err(VectorError::InvalidParameter {
+                name,
+                value: value.to_string(),
+                expected,
+            })
+        };
+        if self.kind.has_dense() && self.dimension == 0 {
+            return bad("dimension", 0, "at least 1 for a dense or hybrid index");
+        }
+        if !self.kind.has_dense() && self.dimension != 0 {
+            return bad("dimension", self.dimension, "0 for a sparse index");
+        }
+        let g = &self.graph;
+        if !(2..=256).contains(&g.m) {
+            return bad("m", g.m, "2 ..= 256");
+        }
+        if g.ef_construction < g.m {
+            return bad("efConstruction", g.ef_construction, "at least m");
+        }
+        if g.ef_search == 0 {
+            return bad("efSearch", 0, "at least 1");
+        }
+        let l = &self.limits;
+        for (name, value) in [
+            ("topKMax", l.top_k_max),
+            ("rangeLimitMax", l.range_limit_max),
+            ("sparseMaxEntries", l.sparse_max_entries),
+            ("idMaxBytes", l.id_max_bytes),
+            ("metadataMaxBytes", l.metadata_max_bytes),
+            ("dataMaxBytes", l.data_max_bytes),
+        ] {
+            if value == 0 {
+                return bad(name, 0, "at least 1");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_validate() {
+        assert_eq!(IndexConfig::dense(4, Metric::Cosine).validate(), Ok(()));
+        assert_eq!(IndexConfig::sparse().validate(), Ok(()));
+        assert_eq!(IndexConfig::hybrid(4, Metric::Euclidean).validate(), Ok(()));
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let mut c = IndexConfig::dense(0, Metric::Cosine);
+        assert!(matches!(
+            c.validate(),
+            Err(VectorError::InvalidParameter {
+                name: "dimension",
+                ..
+            })
+        ));
+        c.dimension = 3;
+        c.graph.m = 300;
+        assert!(matches!(
+            c.validate(),
+            Err(VectorError::InvalidParameter { name: "m", .. })
+        ));
+        c.graph.m = 16;
+        c.limits.top_k_max = 0;
+        assert!(matches!(
+            c.validate(),
+            Err(VectorError::InvalidParameter {
+                name: "topKMax",
+                ..
+            })
+        ));
+        let mut s = IndexConfig::sparse();
+        s.dimension = 3;
+        assert!(matches!(
+            s.validate(),
+            Err(VectorError::InvalidParameter {
+                name: "dimension",
+                ..
+            })
+        ));
+    }
+}

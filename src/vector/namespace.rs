@@ -1,0 +1,448 @@
+//! One namespace: the map from string ids to internal `u32` slots, the records' metadata and
+//! data, and the engines holding their vectors.
+//!
+//! Slots freed by delete are reused by later inserts. Upsert of an existing id keeps its slot
+//! and replaces the vectors in the engines (which tombstone or overwrite the old ones), so no
+//! query can see a stale vector or a deleted record: the record layer and the engines change
+//! together under the namespace's write lock.
+
+use crate::vector::dense::{DenseConfig, DenseIndex};
+use crate::vector::filter::Filter;
+use crate::vector::filtering::NO_METADATA;
+use crate::vector::fusion::{dbsf, rrf};
+use crate::vector::merge_patch::merge_patch;
+use crate::vector::sparse::{SparseIndex, Weighting};
+use crate::vector::validate::{Checked, Validator};
+use crate::vector::{
+    FetchResult, FusionAlgorithm, IndexConfig, MetadataUpdateMode, QueryResult, SparseVector,
+    VectorError,
+};
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// Which optional fields a read returns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Include {
+    pub(crate) metadata: bool,
+    pub(crate) vectors: bool,
+    pub(crate) data: bool,
+}
+
+/// A validated query, ready to run under the read lock.
+pub(crate) struct Plan {
+    pub(crate) dense: Option<Vec<f32>>,
+    pub(crate) sparse: Option<SparseVector>,
+    pub(crate) top_k: usize,
+    pub(crate) ef: usize,
+    pub(crate) weighting: Weighting,
+    pub(crate) fusion: FusionAlgorithm,
+    pub(crate) filter: Option<Filter>,
+    pub(crate) include: Include,
+}
+
+/// A validated partial update.
+pub(crate) struct Change {
+    pub(crate) id: String,
+    pub(crate) dense: Option<Vec<f32>>,
+    pub(crate) sparse: Option<SparseVector>,
+    pub(crate) metadata: Option<Value>,
+    pub(crate) mode: MetadataUpdateMode,
+    pub(crate) data: Option<String>,
+}
+
+struct Slot {
+    id: Arc<str>,
+    metadata: Option<Value>,
+    metadata_bytes: usize,
+    data: Option<String>,
+}
+
+pub(crate) struct Namespace {
+    ids: BTreeMap<Arc<str>, u32>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    dense_config: Option<DenseConfig>,
+    dense: Option<DenseIndex>,
+    sparse: Option<SparseIndex>,
+    /// Set when the namespace was removed from the index; writers that raced with the removal
+    /// look it up again.
+    pub(crate) deleted: bool,
+}
+
+impl Namespace {
+    pub(crate) fn new(config: &IndexConfig) -> Result<Self, VectorError> {
+        let dense_config = config
+            .kind
+            .has_dense()
+            .then(|| DenseConfig::new(config.dimension, config.metric));
+        let dense = dense_config.clone().map(DenseIndex::new).transpose()?;
+        Ok(Namespace {
+            ids: BTreeMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            dense_config,
+            dense,
+            sparse: config.kind.has_sparse().then(SparseIndex::new),
+            deleted: false,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Inserts or wholly replaces a record.
+    pub(crate) fn put(&mut self, record: Checked) -> Result<(), VectorError> {
+        let existing = self.ids.get(record.id.as_str()).copied();
+        let slot = match existing {
+            Some(slot) => slot,
+            None => match self.free.last() {
+                Some(&slot) => slot,
+                None => {
+                    u32::try_from(self.slots.len()).map_err(|_| VectorError::InvalidParameter {
+                        name: "record count",
+                        value: self.slots.len().to_string(),
+                        expected: "fewer than 2^32 records per namespace",
+                    })?
+                }
+            },
+        };
+        if let (Some(engine), Some(v)) = (self.dense.as_mut(), record.dense.as_ref()) {
+            engine.insert(slot, v)?;
+        }
+        if let (Some(engine), Some(s)) = (self.sparse.as_mut(), record.sparse.as_ref()) {
+            engine.insert(slot, &s.indices, &s.values);
+        }
+        let id: Arc<str> = match existing {
+            Some(_) => self
+                .slot(slot)
+                .map_or_else(|| Arc::from(record.id.as_str()), |s| s.id.clone()),
+            None => {
+                if self.free.last() == Some(&slot) {
+                    self.free.pop();
+                } else {
+                    self.slots.push(None);
+                }
+                let id: Arc<str> = Arc::from(record.id.as_str());
+                self.ids.insert(id.clone(), slot);
+                id
+            }
+        };
+        self.slots[slot as usize] = Some(Slot {
+            id,
+            metadata: record.metadata,
+            metadata_bytes: record.metadata_bytes,
+            data: record.data,
+        });
+        Ok(())
+    }
+
+    /// Applies a partial update; `false` when the id is absent.
+    pub(crate) fn update(
+        &mut self,
+        change: Change,
+        validator: &Validator<'_>,
+    ) -> Result<bool, VectorError> {
+        let Some(&slot) = self.ids.get(change.id.as_str()) else {
+            return Ok(false);
+        };
+        let Some(old) = self.slot(slot) else {
+            return Ok(false);
+        };
+        let metadata = match (change.metadata, change.mode) {
+            (None, _) => None,
+            (Some(m), MetadataUpdateMode::Overwrite) => {
+                let size = validator.metadata_size(&m)?;
+                Some((m, size))
+            }
+            (Some(patch), MetadataUpdateMode::Patch) => {
+                let mut merged = old.metadata.clone().unwrap_or(Value::Null);
+                merge_patch(&mut merged, &patch);
+                let size = validator.metadata_size(&merged)?;
+                Some((merged, size))
+            }
+        };
+        if let (Some(engine), Some(v)) = (self.dense.as_mut(), change.dense.as_ref()) {
+            engine.insert(slot, v)?;
+        }
+        if let (Some(engine), Some(s)) = (self.sparse.as_mut(), change.sparse.as_ref()) {
+            engine.insert(slot, &s.indices, &s.values);
+        }
+        if let Some(Some(record)) = self.slots.get_mut(slot as usize) {
+            if let Some((m, size)) = metadata {
+                record.metadata = Some(m);
+                record.metadata_bytes = size;
+            }
+            if let Some(d) = change.data {
+                record.data = Some(d);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Removes a record; whether it was there.
+    pub(crate) fn remove(&mut self, id: &str) -> bool {
+        let Some(slot) = self.ids.remove(id) else {
+            return false;
+        };
+        if let Some(engine) = self.dense.as_mut() {
+            engine.remove(slot);
+        }
+        if let Some(engine) = self.sparse.as_mut() {
+            engine.remove(slot);
+        }
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
+        true
+    }
+
+    /// Removes every record whose id starts with `prefix`; how many.
+    pub(crate) fn remove_prefix(&mut self, prefix: &str) -> usize {
+        let doomed: Vec<Arc<str>> = self
+            .prefixed(prefix, None)
+            .map(|(id, _)| id.clone())
+            .collect();
+        doomed.iter().filter(|id| self.remove(id)).count()
+    }
+
+    /// Removes every record whose metadata matches `filter`; how many.
+    pub(crate) fn remove_matching(&mut self, filter: &Filter) -> usize {
+        let doomed: Vec<Arc<str>> = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|s| filter.matches(s.metadata.as_ref().unwrap_or(&NO_METADATA)))
+            .map(|s| s.id.clone())
+            .collect();
+        doomed.iter().filter(|id| self.remove(id)).count()
+    }
+
+    /// Drops every record; the namespace stays.
+    pub(crate) fn clear(&mut self) {
+        let fresh = self.dense_config.clone().map(DenseIndex::new);
+        match fresh {
+            Some(Ok(engine)) => self.dense = Some(engine),
+            // The configuration built an engine before, so this is not expected; fall back to
+            // removing each vector.
+            Some(Err(_)) => {
+                if let Some(engine) = self.dense.as_mut() {
+                    for slot in self.ids.values() {
+                        engine.remove(*slot);
+                    }
+                }
+            }
+            None => {}
+        }
+        if self.sparse.is_some() {
+            self.sparse = Some(SparseIndex::new());
+        }
+        self.ids.clear();
+        self.slots.clear();
+        self.free.clear();
+    }
+
+    fn slot(&self, slot: u32) -> Option<&Slot> {
+        self.slots.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    fn id_of(&self, slot: u32) -> &str {
+        self.slot(slot).map_or("", |s| &s.id)
+    }
+
+    fn metadata_of(&self, slot: u32) -> &Value {
+        self.slot(slot)
+            .and_then(|s| s.metadata.as_ref())
+            .unwrap_or(&NO_METADATA)
+    }
+
+    /// `(id, slot)` pairs in id order from `start` (inclusive) whose id starts with `prefix`.
+    pub(crate) fn prefixed<'a>(
+        &'a self,
+        prefix: &'a str,
+        start: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a Arc<str>, u32)> + 'a {
+        let from = match start {
+            Some(s) if s > prefix => s,
+            _ => prefix,
+        };
+        self.ids
+            .range::<str, _>((Bound::Included(from), Bound::Unbounded))
+            .take_while(move |(id, _)| id.starts_with(prefix))
+            .map(|(id, slot)| (id, *slot))
+    }
+
+    /// The record at `id`, if present.
+    pub(crate) fn fetch_id(&self, id: &str, include: Include) -> Option<FetchResult> {
+        self.ids.get(id).map(|&slot| self.fetch_slot(slot, include))
+    }
+
+    pub(crate) fn fetch_slot(&self, slot: u32, include: Include) -> FetchResult {
+        let record = self.slot(slot);
+        let (vector, sparse_vector) = self.vectors(slot, include.vectors);
+        FetchResult {
+            id: self.id_of(slot).to_owned(),
+            vector,
+            sparse_vector,
+            metadata: record
+                .filter(|_| include.metadata)
+                .and_then(|r| r.metadata.clone()),
+            data: record.filter(|_| include.data).and_then(|r| r.data.clone()),
+        }
+    }
+
+    fn vectors(&self, slot: u32, wanted: bool) -> (Option<Vec<f32>>, Option<SparseVector>) {
+        if !wanted {
+            return (None, None);
+        }
+        let dense = self.dense.as_ref().and_then(|e| e.vector(slot));
+        let sparse = self
+            .sparse
+            .as_ref()
+            .and_then(|e| e.vector(slot))
+            .map(|(indices, values)| SparseVector { indices, values });
+        (dense, sparse)
+    }
+
+    /// Runs a validated query: each engine the plan names, for `top_k` candidates among the
+    /// records the filter allows, ties by string id; both lists fused when there are two.
+    pub(crate) fn search(&self, plan: &Plan) -> Result<Vec<QueryResult>, VectorError> {
+        let tie = |a: u32, b: u32| -> Ordering { self.id_of(a).cmp(self.id_of(b)) };
+        let allow_fn = |slot: u32| {
+            plan.filter
+                .as_ref()
+                .is_none_or(|f| f.matches(self.metadata_of(slot)))
+        };
+        let allow: Option<&dyn Fn(u32) -> bool> = plan.filter.as_ref().map(|_| &allow_fn as _);
+        let dense_hits = match (&plan.dense, &self.dense) {
+            (Some(q), Some(engine)) => {
+                Some(engine.search(q, plan.top_k, Some(plan.ef), allow, Some(&tie))?)
+            }
+            _ => None,
+        };
+        let sparse_hits = match (&plan.sparse, &self.sparse) {
+            (Some(q), Some(engine)) => Some(engine.search(
+                &q.indices,
+                &q.values,
+                plan.top_k,
+                plan.weighting,
+                allow,
+                Some(&tie),
+            )),
+            _ => None,
+        };
+        let hits: Vec<(u32, f32)> = match (dense_hits, sparse_hits) {
+            (Some(d), Some(s)) => {
+                let key = |&(slot, score): &(u32, f32)| ((self.id_of(slot), slot), score);
+                let d: Vec<_> = d.iter().map(key).collect();
+                let s: Vec<_> = s.iter().map(key).collect();
+                let lists = [d.as_slice(), s.as_slice()];
+                let fused = match plan.fusion {
+                    FusionAlgorithm::Rrf => rrf(&lists, plan.top_k),
+                    FusionAlgorithm::Dbsf => dbsf(&lists, plan.top_k),
+                };
+                fused
+                    .into_iter()
+                    .map(|((_, slot), score)| (slot, score))
+                    .collect()
+            }
+            (Some(one), None) | (None, Some(one)) => one,
+            (None, None) => Vec::new(),
+        };
+        Ok(hits
+            .into_iter()
+            .map(|(slot, score)| {
+                let r = self.fetch_slot(slot, plan.include);
+                QueryResult {
+                    id: r.id,
+                    score,
+                    vector: r.vector,
+                    sparse_vector: r.sparse_vector,
+                    metadata: r.metadata,
+                    data: r.data,
+                }
+            })
+            .collect())
+    }
+
+    /// Approximate heap bytes: engines plus records.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let engines = self.dense.as_ref().map_or(0, DenseIndex::memory_bytes)
+            + self.sparse.as_ref().map_or(0, SparseIndex::memory_bytes);
+        let records: usize = self
+            .slots
+            .iter()
+            .flatten()
+            .map(|s| {
+                2 * s.id.len() + s.metadata_bytes + s.data.as_ref().map_or(0, String::len) + 96
+            })
+            .sum();
+        engines + records + self.slots.capacity() * std::mem::size_of::<Option<Slot>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::{Metric, Vector};
+
+    fn checked(config: &IndexConfig, id: &str, x: f32) -> Checked {
+        let rules = DenseIndex::new(DenseConfig::new(config.dimension, config.metric)).unwrap();
+        let v = Validator {
+            config,
+            dense: Some(&rules),
+        };
+        v.record(Vector::dense(id, vec![x, 1.0])).unwrap()
+    }
+
+    #[test]
+    fn freed_slots_are_reused_and_replace_keeps_the_slot() {
+        let config = IndexConfig::dense(2, Metric::Euclidean);
+        let mut ns = Namespace::new(&config).unwrap();
+        for (i, id) in ["a", "b", "c"].iter().enumerate() {
+            ns.put(checked(&config, id, i as f32)).unwrap();
+        }
+        assert_eq!(ns.slots.len(), 3);
+        ns.put(checked(&config, "b", 9.0)).unwrap();
+        assert_eq!(
+            (ns.slots.len(), ns.ids["b"]),
+            (3, 1),
+            "replace keeps b's slot"
+        );
+        assert!(ns.remove("a") && ns.remove("c"));
+        assert!(!ns.remove("a"));
+        ns.put(checked(&config, "d", 4.0)).unwrap();
+        ns.put(checked(&config, "e", 5.0)).unwrap();
+        ns.put(checked(&config, "f", 6.0)).unwrap();
+        assert_eq!(ns.slots.len(), 4, "two freed slots reused, one new");
+        let mut slots: Vec<u32> = ns.ids.values().copied().collect();
+        slots.sort_unstable();
+        assert_eq!(slots, vec![0, 1, 2, 3]);
+        for (id, &slot) in &ns.ids {
+            assert_eq!(ns.id_of(slot), &**id);
+            assert!(ns.dense.as_ref().unwrap().contains(slot));
+        }
+        assert_eq!(ns.dense.as_ref().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn clear_empties_records_and_engines() {
+        let config = IndexConfig::hybrid(2, Metric::Cosine);
+        let mut ns = Namespace::new(&config).unwrap();
+        let rules = DenseIndex::new(DenseConfig::new(2, Metric::Cosine)).unwrap();
+        let v = Validator {
+            config: &config,
+            dense: Some(&rules),
+        };
+        let mut rec = Vector::dense("a", vec![1.0, 0.0]);
+        rec.sparse_vector = Some(SparseVector::new(vec![1], vec![1.0]));
+        ns.put(v.record(rec).unwrap()).unwrap();
+        ns.clear();
+        assert_eq!(ns.len(), 0);
+        assert!(ns.dense.as_ref().unwrap().is_empty());
+        assert!(ns.sparse.as_ref().unwrap().is_empty());
+        assert!(ns.slots.is_empty() && ns.free.is_empty());
+    }
+}
