@@ -555,6 +555,15 @@ impl Index {
     }
 }
 
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("config", &self.config)
+            .field("namespaces", &self.list_namespaces())
+            .finish_non_exhaustive()
+    }
+}
+
 /// `""` and `"0"` start at the beginning; anything else must be a `nextCursor` we handed out
 /// (the next id, base64url without padding, which is never `""` or `"0"`).
 fn decode_cursor(cursor: &str) -> Result<Option<String>, VectorError> {
