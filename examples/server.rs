@@ -18,6 +18,24 @@
 //!   start; in-flight calls are delivered again (at-least-once).
 //! - Management: an account (`--admin-email`, `--admin-api-key`) owning database `demo-db`
 //!   is seeded and printed, for `POST /v2/redis/reset-password/demo-db` with Basic auth.
+//!
+//! # A curl walk-through
+//! ```text
+//! cargo run --release --example server -- --token secret --dimension 2
+//! T='Authorization: Bearer secret'; U=http://127.0.0.1:8787
+//! curl -s -X POST $U/upsert/docs -H "$T" -d '[{"id":"a","vector":[1,0],"metadata":{"g":1}},{"id":"b","vector":[0,1]}]'
+//! curl -s -X POST $U/query/docs -H "$T" -d '{"vector":[1,0.1],"topK":2,"includeMetadata":true}'
+//! curl -s -X POST $U/query/docs -H "$T" -d '[{"vector":[1,0],"topK":1},{"vector":[0,1],"topK":1}]'
+//! curl -s -X POST $U/info -H "$T"
+//! # queue: deliver to a local endpoint, 2 at a time, 5 per second
+//! curl -s -X POST $U/v2/publish/http://127.0.0.1:9000/hook -H "$T" \
+//!      -H 'Upstash-Flow-Control-Key: hook' -H 'Upstash-Flow-Control-Value: parallelism=2, rate=5' -d hello
+//! curl -s $U/v2/flowControl/hook -H "$T"
+//! curl -s -X POST "$U/v2/flowControl/hook/pin?parallelism=1" -H "$T"
+//! curl -s $U/v2/globalParallelism -H "$T"
+//! # management: the Basic header is printed at start
+//! curl -s -X POST $U/v2/redis/reset-password/demo-db -H 'Authorization: Basic ...'
+//! ```
 
 #[path = "server/config.rs"]
 mod config;

@@ -10,6 +10,9 @@ use flowvec::wire::Method;
 use serde_json::Value;
 use wire_common::{Cred, Harness, assert_error, t0};
 
+/// Extra headers of a request.
+type Headers = Vec<(&'static str, &'static str)>;
+
 const DEST: &str = "/v2/publish/http://127.0.0.1:9/hook";
 
 fn publish(h: &Harness, headers: &[(&str, &str)], body: &str, now: Timestamp) -> (u16, Value) {
@@ -108,7 +111,7 @@ fn both_header_names_carry_flow_control() {
 #[test]
 fn publish_rejects_bad_input_with_400() {
     let h = Harness::new();
-    let cases: Vec<(&str, Vec<(&str, &str)>, &str)> = vec![
+    let cases: Vec<(&str, Headers, &str)> = vec![
         (
             "key without value",
             vec![("Upstash-Flow-Control-Key", "k")],
