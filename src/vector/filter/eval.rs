@@ -47,18 +47,11 @@ impl Expr {
                 .is_some_and(|field| compare(field, *op, value)),
             Expr::In {
                 path,
-                negated: false,
+                negated,
                 values,
             } => path
                 .resolve(metadata)
-                .is_some_and(|field| values.iter().any(|v| equals(field, v) == Some(true))),
-            Expr::In {
-                path,
-                negated: true,
-                values,
-            } => path
-                .resolve(metadata)
-                .is_some_and(|field| values.iter().all(|v| equals(field, v) == Some(false))),
+                .is_some_and(|field| in_list(field, values, *negated)),
             Expr::Contains {
                 path,
                 negated,
@@ -79,6 +72,48 @@ impl Expr {
             },
             Expr::HasField { path, negated } => path.resolve(metadata).is_some() != *negated,
         }
+    }
+}
+
+/// `field IN (values)` (any `=`) or, when `negated`, `field NOT IN (values)` (all `!=`, so any
+/// literal of another type makes it false). The field is decoded once, not once per value.
+fn in_list(field: &Value, values: &[Literal], negated: bool) -> bool {
+    match field {
+        Value::String(s) => {
+            if negated {
+                values
+                    .iter()
+                    .all(|v| matches!(v, Literal::String(l) if l != s))
+            } else {
+                values
+                    .iter()
+                    .any(|v| matches!(v, Literal::String(l) if l == s))
+            }
+        }
+        Value::Number(n) => {
+            let Some(x) = num(n) else { return false };
+            let eq = |v: &Literal| match v {
+                Literal::Number(l) => num(l).and_then(|y| compare_num(x, y)).map(Ordering::is_eq),
+                _ => None,
+            };
+            if negated {
+                values.iter().all(|v| eq(v) == Some(false))
+            } else {
+                values.iter().any(|v| eq(v) == Some(true))
+            }
+        }
+        Value::Bool(b) => {
+            if negated {
+                values
+                    .iter()
+                    .all(|v| matches!(v, Literal::Bool(l) if l != b))
+            } else {
+                values
+                    .iter()
+                    .any(|v| matches!(v, Literal::Bool(l) if l == b))
+            }
+        }
+        _ => false,
     }
 }
 
@@ -136,7 +171,11 @@ fn num(n: &Number) -> Option<Num> {
 /// Exact numeric order across integer and float kinds; `None` only for NaN (which JSON and
 /// the filter parser never produce).
 pub(super) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
-    match (num(a)?, num(b)?) {
+    compare_num(num(a)?, num(b)?)
+}
+
+fn compare_num(a: Num, b: Num) -> Option<Ordering> {
+    match (a, b) {
         (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
         (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y),
         (Num::Int(x), Num::Float(y)) => int_vs_float(x, y),
