@@ -59,6 +59,7 @@ mod eval;
 mod glob;
 mod lexer;
 mod limits;
+mod literal_list;
 mod parser;
 mod print;
 
@@ -66,6 +67,7 @@ pub use ast::{CompareOp, Expr, Literal, Path, Segment};
 pub use error::{FilterError, FilterErrorKind};
 pub use glob::{GlobError, GlobPattern};
 pub use limits::{MAX_DEPTH, MAX_FILTER_LEN, MAX_IN_VALUES};
+pub use literal_list::LiteralList;
 
 use serde_json::Value;
 use std::fmt;

@@ -3,6 +3,7 @@
 //! ([`Expr::matches`]) walks it directly without allocating.
 
 use super::glob::GlobPattern;
+use super::literal_list::LiteralList;
 use serde_json::{Number, Value};
 
 /// A filter expression.
@@ -33,7 +34,7 @@ pub enum Expr {
         /// `NOT IN`: every `path != value` holds.
         negated: bool,
         /// The list, in source order, at least one value.
-        values: Vec<Literal>,
+        values: LiteralList,
     },
     /// `path CONTAINS value`, or `path NOT CONTAINS value` when `negated`.
     Contains {

@@ -49,9 +49,13 @@ impl Expr {
                 path,
                 negated,
                 values,
-            } => path
-                .resolve(metadata)
-                .is_some_and(|field| in_list(field, values, *negated)),
+            } => path.resolve(metadata).is_some_and(|field| {
+                if *negated {
+                    values.excludes(field)
+                } else {
+                    values.contains(field)
+                }
+            }),
             Expr::Contains {
                 path,
                 negated,
@@ -72,48 +76,6 @@ impl Expr {
             },
             Expr::HasField { path, negated } => path.resolve(metadata).is_some() != *negated,
         }
-    }
-}
-
-/// `field IN (values)` (any `=`) or, when `negated`, `field NOT IN (values)` (all `!=`, so any
-/// literal of another type makes it false). The field is decoded once, not once per value.
-fn in_list(field: &Value, values: &[Literal], negated: bool) -> bool {
-    match field {
-        Value::String(s) => {
-            if negated {
-                values
-                    .iter()
-                    .all(|v| matches!(v, Literal::String(l) if l != s))
-            } else {
-                values
-                    .iter()
-                    .any(|v| matches!(v, Literal::String(l) if l == s))
-            }
-        }
-        Value::Number(n) => {
-            let Some(x) = num(n) else { return false };
-            let eq = |v: &Literal| match v {
-                Literal::Number(l) => num(l).and_then(|y| compare_num(x, y)).map(Ordering::is_eq),
-                _ => None,
-            };
-            if negated {
-                values.iter().all(|v| eq(v) == Some(false))
-            } else {
-                values.iter().any(|v| eq(v) == Some(true))
-            }
-        }
-        Value::Bool(b) => {
-            if negated {
-                values
-                    .iter()
-                    .all(|v| matches!(v, Literal::Bool(l) if l != b))
-            } else {
-                values
-                    .iter()
-                    .any(|v| matches!(v, Literal::Bool(l) if l == b))
-            }
-        }
-        _ => false,
     }
 }
 
@@ -153,12 +115,12 @@ fn equals(field: &Value, literal: &Literal) -> Option<bool> {
 
 /// A JSON number as an exact integer or a float.
 #[derive(Clone, Copy)]
-enum Num {
+pub(super) enum Num {
     Int(i128),
     Float(f64),
 }
 
-fn num(n: &Number) -> Option<Num> {
+pub(super) fn num(n: &Number) -> Option<Num> {
     if let Some(u) = n.as_u64() {
         Some(Num::Int(i128::from(u)))
     } else if let Some(i) = n.as_i64() {
@@ -174,7 +136,7 @@ pub(super) fn compare_numbers(a: &Number, b: &Number) -> Option<Ordering> {
     compare_num(num(a)?, num(b)?)
 }
 
-fn compare_num(a: Num, b: Num) -> Option<Ordering> {
+pub(super) fn compare_num(a: Num, b: Num) -> Option<Ordering> {
     match (a, b) {
         (Num::Int(x), Num::Int(y)) => Some(x.cmp(&y)),
         (Num::Float(x), Num::Float(y)) => x.partial_cmp(&y),

@@ -275,7 +275,7 @@ impl<'s> Parser<'s> {
         let negated = self.is_word(&token, "NOT");
         let keyword = if negated { self.bump()? } else { token.clone() };
         if self.is_word(&keyword, "IN") {
-            let values = self.in_list()?;
+            let values = self.in_list()?.into();
             Ok(Expr::In {
                 path,
                 negated,
