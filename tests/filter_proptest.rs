@@ -261,7 +261,106 @@ fn small_literals() -> impl Strategy<Value = Vec<Literal>> {
     ]
 }
 
-/// Small random metadata over the keys the property above uses.
+proptest! {
+    // Few random filters both match and pin a field, so this one runs more cases.
+    #![proptest_config(config(20_000))]
+
+    #[test]
+    fn constraints_are_necessary(filter in small_filter(), metadata in dense_metadata()) {
+        // Every record the filter matches satisfies every extracted constraint.
+        if filter.matches(&metadata) {
+            for constraint in filter.constraints() {
+                prop_assert!(constraint.admits(&metadata), "{} matches but {:?} does not", filter, constraint);
+            }
+        }
+    }
+}
+
+/// A tiny value domain shared by [`tiny_literals`] and [`dense_metadata`], so filters match
+/// often.
+fn tiny_scalar() -> impl Strategy<Value = Value> {
+    prop::sample::select(vec![
+        json!(-1),
+        json!(0),
+        json!(1),
+        json!(0.5),
+        json!("a"),
+        json!("'"),
+        json!(true),
+        json!(false),
+        Value::Null,
+    ])
+}
+
+fn tiny_literals() -> impl Strategy<Value = Vec<Literal>> {
+    let literal = tiny_scalar().prop_filter_map("no null literal", |v| match v {
+        Value::String(s) => Some(Literal::String(s)),
+        Value::Number(n) => Some(Literal::Number(n)),
+        Value::Bool(b) => Some(Literal::Bool(b)),
+        _ => None,
+    });
+    prop::collection::vec(literal, 1..4)
+}
+
+/// Metadata with `a`, `b` and `c` present most of the time, over the tiny domain.
+fn dense_metadata() -> impl Strategy<Value = Value> {
+    let value = prop_oneof![
+        3 => tiny_scalar(),
+        1 => prop::collection::vec(tiny_scalar(), 0..3).prop_map(Value::Array),
+        1 => tiny_scalar().prop_map(|v| json!({"d": v})),
+    ];
+    prop::collection::vec(value, 3).prop_map(|v| json!({"a": v[0], "b": v[1], "c": v[2]}))
+}
+
+/// Filters over the fields and values of [`dense_metadata`].
+fn small_filter() -> impl Strategy<Value = Filter> {
+    let path = prop::sample::select(vec!["a", "b", "a[0]", "a[#-1]", "c.d"]);
+    let op = prop::sample::select(vec!["=", "=", "=", "!=", "<", "<=", ">", ">="]);
+    let leaf = prop_oneof![
+        (path.clone(), op, tiny_literals()).prop_map(|(p, op, values)| {
+            let value = match &values[0] {
+                Literal::Number(_) => values[0].clone(),
+                _ if op != "=" && op != "!=" => Literal::Number(Number::from(0)),
+                other => other.clone(),
+            };
+            format!("{p} {op} {value}")
+        }),
+        (path.clone(), any::<bool>(), tiny_literals()).prop_map(|(p, negated, values)| {
+            let list: Vec<String> = values.iter().map(ToString::to_string).collect();
+            format!(
+                "{p} {}IN ({})",
+                if negated { "NOT " } else { "" },
+                list.join(", ")
+            )
+        }),
+        (
+            path.clone(),
+            prop::sample::select(vec!["a*", "*", "'*", "a'?", "[a']*"])
+        )
+            .prop_map(|(p, pattern)| format!("{p} GLOB {}", Literal::String(pattern.into()))),
+        path.prop_map(|p| format!("HAS FIELD {p}")),
+    ];
+    let leaf = prop_oneof![
+        3 => leaf,
+        1 => prop::collection::vec(tiny_literals(), 2..4).prop_map(|lists| {
+            // An OR of one field's values: what `Constraint::OneOf` unions.
+            let branches: Vec<String> = lists.iter().map(|l| format!("b = {}", l[0])).collect();
+            format!("({})", branches.join(" OR "))
+        }),
+    ];
+    let expr = leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..4)
+                .prop_map(|c| format!("({})", c.join(" AND "))),
+            prop::collection::vec(inner, 2..4).prop_map(|c| format!("({})", c.join(" OR "))),
+        ]
+    });
+    expr.prop_map(|source| {
+        Filter::parse(&source).unwrap_or_else(|e| panic!("generated {source:?} must parse: {e}"))
+    })
+}
+
+/// Small random metadata over the keys the properties above use.
 fn metadata() -> impl Strategy<Value = Value> {
     let scalar = prop_oneof![
         Just(Value::Null),

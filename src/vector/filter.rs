@@ -61,6 +61,7 @@ mod lexer;
 mod limits;
 mod literal_list;
 mod parser;
+mod plan;
 mod print;
 
 pub use ast::{CompareOp, Expr, Literal, Path, Segment};
@@ -68,6 +69,7 @@ pub use error::{FilterError, FilterErrorKind};
 pub use glob::{GlobError, GlobPattern};
 pub use limits::{MAX_DEPTH, MAX_FILTER_LEN, MAX_IN_VALUES};
 pub use literal_list::LiteralList;
+pub use plan::Constraint;
 
 use serde_json::Value;
 use std::fmt;
