@@ -15,8 +15,16 @@
 //! [`MAX_IN_VALUES`] with their own [`FilterErrorKind`]s. It never panics and checks depth
 //! before recursing. **The AST is the compiled form**: paths are pre-split into
 //! [`Segment`]s, `GLOB` patterns compiled into [`GlobPattern`]s, literals typed, so
-//! [`Filter::matches`] walks it once per record without allocating. **Printing**
-//! (`Display`) gives a canonical string that parses back to the same AST.
+//! [`Filter::matches`] walks it once per record without allocating (`IN` lists of 12 or more
+//! values carry a sorted index, see [`LiteralList`]). **Printing** (`Display`) gives a
+//! canonical string that parses back to the same AST. **Planning** helpers for the record
+//! layer: [`Filter::complexity`] (a cost figure) and [`Filter::constraints`] (necessary
+//! `=`/`IN`/range/prefix conditions a value index can answer).
+//!
+//! Files: `lexer.rs` (tokens), `parser.rs` (grammar, errors, limits checks), `ast.rs` (the
+//! tree and paths), `literal_list.rs`, `glob.rs` (pattern compiler and matcher), `eval.rs`
+//! (semantics), `print.rs` (canonical form), `plan.rs` (constraints), `limits.rs`,
+//! `error.rs`.
 //!
 //! # Language
 //! - Operators: `=`, `!=`, `<`, `<=`, `>`, `>=`, `GLOB`, `NOT GLOB`, `IN`, `NOT IN`,
