@@ -67,6 +67,14 @@ fn check_length(src: &str) -> Result<()> {
     Ok(())
 }
 
+/// How a condition starts.
+enum Start {
+    Group,
+    Word,
+    Path,
+    Other,
+}
+
 struct Parser<'s> {
     src: &'s str,
     lexer: Lexer<'s>,
@@ -84,17 +92,22 @@ impl<'s> Parser<'s> {
         }
     }
 
-    /// The token `n` places ahead (0 = next), lexing as far as needed.
-    fn peek(&mut self, n: usize) -> Result<Token> {
+    /// Lexes until the token `n` places ahead (0 = next) is buffered.
+    fn fill(&mut self, n: usize) -> Result<&Token> {
         while self.ahead.len() <= n {
             let token = self.lexer.next_token()?;
             self.ahead.push_back(token);
         }
-        Ok(self.ahead[n].clone())
+        Ok(&self.ahead[n])
+    }
+
+    /// A copy of the token `n` places ahead.
+    fn peek(&mut self, n: usize) -> Result<Token> {
+        self.fill(n).cloned()
     }
 
     fn bump(&mut self) -> Result<Token> {
-        self.peek(0)?;
+        self.fill(0)?;
         Ok(self
             .ahead
             .pop_front()
@@ -107,8 +120,9 @@ impl<'s> Parser<'s> {
 
     /// Whether the token `n` ahead is the keyword `kw` (any case).
     fn is_keyword(&mut self, n: usize, kw: &str) -> Result<bool> {
-        let token = self.peek(n)?;
-        Ok(matches!(token.kind, Tok::Word) && self.text(&token).eq_ignore_ascii_case(kw))
+        let src = self.src;
+        let token = self.fill(n)?;
+        Ok(matches!(token.kind, Tok::Word) && src[token.start..token.end].eq_ignore_ascii_case(kw))
     }
 
     /// `expected …, found <token>` at the token's column (no "found" at the end of input).
@@ -164,10 +178,19 @@ impl<'s> Parser<'s> {
     }
 
     fn unary(&mut self, after: &str) -> Result<Expr> {
-        let token = self.peek(0)?;
-        match &token.kind {
-            Tok::LParen => self.group(&token),
-            Tok::Word if self.text(&token).eq_ignore_ascii_case("HAS") => {
+        // Classify without cloning the token: this runs once per condition.
+        let token = self.fill(0)?;
+        let (start, end) = (token.start, token.end);
+        let class = match token.kind {
+            Tok::LParen => Start::Group,
+            Tok::Word => Start::Word,
+            Tok::Path(_) => Start::Path,
+            _ => Start::Other,
+        };
+        let word = &self.src[start..end];
+        match class {
+            Start::Group => self.group(start),
+            Start::Word if word.eq_ignore_ascii_case("HAS") => {
                 if self.is_keyword(1, "FIELD")? {
                     self.bump()?;
                     self.bump()?;
@@ -189,9 +212,8 @@ impl<'s> Parser<'s> {
                     self.comparison()
                 }
             }
-            Tok::Word
-                if self.text(&token).eq_ignore_ascii_case("NOT") && !self.operator_at(1)? =>
-            {
+            Start::Word if word.eq_ignore_ascii_case("NOT") && !self.operator_at(1)? => {
+                let token = self.peek(0)?;
                 Err(self.unexpected(
                     &token,
                     &format!(
@@ -200,14 +222,17 @@ impl<'s> Parser<'s> {
                     ),
                 ))
             }
-            Tok::Word | Tok::Path(_) => self.comparison(),
-            _ => Err(self.unexpected(&token, &format!("expected a condition{after}"))),
+            Start::Word | Start::Path => self.comparison(),
+            Start::Other => {
+                let token = self.peek(0)?;
+                Err(self.unexpected(&token, &format!("expected a condition{after}")))
+            }
         }
     }
 
     /// Whether the token `n` ahead can follow a field path (an operator or operator keyword).
     fn operator_at(&mut self, n: usize) -> Result<bool> {
-        if matches!(self.peek(n)?.kind, Tok::Op(_)) {
+        if matches!(self.fill(n)?.kind, Tok::Op(_)) {
             return Ok(true);
         }
         for kw in ["IN", "NOT", "CONTAINS", "GLOB"] {
@@ -219,10 +244,10 @@ impl<'s> Parser<'s> {
     }
 
     /// `'(' expr ')'`, with the depth cap checked before recursing.
-    fn group(&mut self, open: &Token) -> Result<Expr> {
+    fn group(&mut self, open: usize) -> Result<Expr> {
         if self.depth >= MAX_DEPTH {
             return Err(FilterError {
-                column: column_of(self.src, open.start),
+                column: column_of(self.src, open),
                 message: format!("expected at most {MAX_DEPTH} levels of nested parentheses"),
                 kind: FilterErrorKind::TooDeep { limit: MAX_DEPTH },
             });
@@ -238,7 +263,7 @@ impl<'s> Parser<'s> {
                 &close,
                 &format!(
                     "expected ')' to close the '(' at column {}",
-                    column_of(self.src, open.start)
+                    column_of(self.src, open)
                 ),
             )),
             _ => Err(self.unexpected(&close, "expected AND, OR or ')'")),
@@ -254,9 +279,12 @@ impl<'s> Parser<'s> {
 
     fn comparison(&mut self) -> Result<Expr> {
         let field = self.bump()?;
-        let path = self
-            .path_of(&field)
-            .expect("comparison() is only called on a word or path");
+        let field_text = &self.src[field.start..field.end];
+        let path = match field.kind {
+            Tok::Path(path) => path,
+            Tok::Word => Path::from_segments(vec![Segment::Field(field_text.into())]),
+            _ => unreachable!("unary() calls comparison() on a word or path only"),
+        };
         let token = self.bump()?;
         if let Tok::Op(op) = token.kind {
             let value = self.literal(op.as_str())?;
@@ -303,7 +331,7 @@ impl<'s> Parser<'s> {
                 &format!(
                     "expected an operator (=, !=, <, <=, >, >=, IN, CONTAINS, GLOB or NOT …) \
                      after '{}'",
-                    snippet(self.text(&field))
+                    snippet(field_text)
                 ),
             ))
         }
@@ -315,12 +343,14 @@ impl<'s> Parser<'s> {
 
     /// A literal after `after` (`'='`, `CONTAINS`, …); returns its token for messages.
     fn literal(&mut self, after: &str) -> Result<(Token, Literal)> {
-        let token = self.bump()?;
-        let literal = match &token.kind {
-            Tok::Str { value, .. } => Literal::String(value.clone()),
+        let mut token = self.bump()?;
+        let text = &self.src[token.start..token.end];
+        let literal = match &mut token.kind {
+            // Moved out: messages quote the source text, not the value.
+            Tok::Str { value, .. } => Literal::String(std::mem::take(value)),
             Tok::Num(n) => Literal::Number(n.clone()),
-            Tok::Word if self.text(&token).eq_ignore_ascii_case("true") => Literal::Bool(true),
-            Tok::Word if self.text(&token).eq_ignore_ascii_case("false") => Literal::Bool(false),
+            Tok::Word if text.eq_ignore_ascii_case("true") => Literal::Bool(true),
+            Tok::Word if text.eq_ignore_ascii_case("false") => Literal::Bool(false),
             Tok::Word | Tok::Path(_) => {
                 return Err(FilterError::syntax(
                     column_of(self.src, token.start),
