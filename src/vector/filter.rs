@@ -150,8 +150,10 @@ impl Filter {
         &self.expr
     }
 
-    /// Wraps an expression built by hand. It is not validated against the limits; field names
-    /// must be identifiers and floats finite for the printed form to parse back.
+    /// Wraps an expression built by hand. It is not validated against the limits; for the
+    /// printed form to parse back to it, every `And`/`Or` needs at least two children, `IN`
+    /// lists at least one value, ordering operators a number, and field names must be
+    /// identifiers (build paths with [`Path::parse`]).
     #[must_use]
     pub fn from_expr(expr: Expr) -> Filter {
         Filter { expr }

@@ -160,7 +160,6 @@ fn int_vs_float(x: i128, y: f64) -> Option<Ordering> {
     }
     let whole = y.trunc();
     // |whole| < 2^64 and integral, so the conversion is exact.
-    #[allow(clippy::cast_possible_truncation)]
     let whole_int = whole as i128;
     match x.cmp(&whole_int) {
         Ordering::Equal => 0.0f64.partial_cmp(&(y - whole)),
