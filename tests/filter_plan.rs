@@ -28,6 +28,7 @@ fn described(source: &str) -> Vec<String> {
                 )
             }
             Constraint::Prefix { path, prefix } => format!("{path} starts with {prefix:?}"),
+            Constraint::Element { path, value } => format!("{path} has element {value}"),
         })
         .collect()
 }
@@ -36,7 +37,11 @@ fn described(source: &str) -> Vec<String> {
 fn constraints_from_and_trees() {
     assert_eq!(
         described("genre = 'drama' AND year >= 2000 AND tags CONTAINS 'classic'"),
-        ["genre in ['drama']", "year in [2000..*"]
+        [
+            "genre in ['drama']",
+            "year in [2000..*",
+            "tags has element 'classic'"
+        ]
     );
     assert_eq!(
         described("a > 1 AND (a <= 5 AND a > 2) AND a < 5"),
@@ -66,7 +71,7 @@ fn no_constraints_where_none_is_necessary() {
         "a GLOB '*x'",
         "HAS FIELD a",
         "HAS NOT FIELD a",
-        "a CONTAINS 1",
+        "a NOT CONTAINS 1",
         "a = 1 OR b = 1",
         "a = 1 OR a > 5",
     ] {

@@ -338,6 +338,7 @@ fn small_filter() -> impl Strategy<Value = Filter> {
             prop::sample::select(vec!["a*", "*", "'*", "a'?", "[a']*"])
         )
             .prop_map(|(p, pattern)| format!("{p} GLOB {}", Literal::String(pattern.into()))),
+        (path.clone(), tiny_literals()).prop_map(|(p, v)| format!("{p} CONTAINS {}", v[0])),
         path.prop_map(|p| format!("HAS FIELD {p}")),
     ];
     let leaf = prop_oneof![

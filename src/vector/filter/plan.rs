@@ -1,5 +1,5 @@
 //! Planning helpers for the record layer: a cheap cost figure, and the necessary conditions a
-//! value index can answer (`=`, `IN`, numeric ranges, `GLOB` prefixes).
+//! value index can answer (`=`, `IN`, numeric ranges, `CONTAINS`, `GLOB` prefixes).
 //!
 //! [`Filter::constraints`] returns conditions that every matching record satisfies (never
 //! the other way round): a value index intersects the candidate sets of some or all of them,
@@ -36,6 +36,13 @@ pub enum Constraint<'f> {
         /// Upper bound (from `<` / `<=`).
         upper: Bound<&'f Number>,
     },
+    /// The field is an array with an element equal to this literal (from `CONTAINS`).
+    Element {
+        /// The field.
+        path: &'f Path,
+        /// The element looked for, with the filter's equality.
+        value: &'f Literal,
+    },
     /// The field is a string starting with this prefix (from `GLOB 'prefix…'`).
     Prefix {
         /// The field.
@@ -52,6 +59,7 @@ impl Constraint<'_> {
         match self {
             Constraint::OneOf { path, .. }
             | Constraint::Range { path, .. }
+            | Constraint::Element { path, .. }
             | Constraint::Prefix { path, .. } => path,
         }
     }
@@ -62,15 +70,19 @@ impl Constraint<'_> {
         let Some(field) = self.path().resolve(metadata) else {
             return false;
         };
+        let equal = |literal: &Literal, value: &Value| match (literal, value) {
+            (Literal::String(a), Value::String(b)) => a == b,
+            (Literal::Bool(a), Value::Bool(b)) => a == b,
+            (Literal::Number(a), Value::Number(b)) => {
+                compare_numbers(a, b) == Some(Ordering::Equal)
+            }
+            _ => false,
+        };
         match (self, field) {
-            (Constraint::OneOf { values, .. }, _) => values.iter().any(|v| match (v, field) {
-                (Literal::String(a), Value::String(b)) => a == b,
-                (Literal::Bool(a), Value::Bool(b)) => a == b,
-                (Literal::Number(a), Value::Number(b)) => {
-                    compare_numbers(a, b) == Some(Ordering::Equal)
-                }
-                _ => false,
-            }),
+            (Constraint::OneOf { values, .. }, _) => values.iter().any(|v| equal(v, field)),
+            (Constraint::Element { value, .. }, Value::Array(items)) => {
+                items.iter().any(|item| equal(value, item))
+            }
             (Constraint::Range { lower, upper, .. }, Value::Number(x)) => {
                 let within = |bound: &Bound<&Number>, below: Ordering| match bound {
                     Bound::Unbounded => true,
@@ -182,6 +194,13 @@ fn collect<'f>(expr: &'f Expr, out: &mut Vec<Constraint<'f>>) {
                 path,
                 values: values.iter().collect(),
             });
+        }
+        Expr::Contains {
+            path,
+            negated: false,
+            value,
+        } => {
+            out.push(Constraint::Element { path, value });
         }
         Expr::Glob {
             path,
