@@ -17,7 +17,11 @@ fuzz_target!(|data: &[u8]| {
     let reparsed = Filter::parse(&printed)
         .unwrap_or_else(|e| panic!("{source:?} printed as {printed:?}, which fails: {e}"));
     assert_eq!(reparsed, filter, "{source:?} printed as {printed:?}");
-    assert_eq!(reparsed.to_string(), printed, "printing is not a fixed point");
+    assert_eq!(
+        reparsed.to_string(),
+        printed,
+        "printing is not a fixed point"
+    );
     let metadata = serde_json::json!({
         "a": 1, "b": "x", "c": [1, "x", true, null], "d": {"e": [1.5, {"f": "g"}]}, "n": null
     });
