@@ -238,6 +238,9 @@ impl<M> FlowControl<M> {
             self.refresh(slot);
             return Some(Dispatch { id, key, message });
         }
+        if self.ready.capacity() > 1024 {
+            self.ready.shrink_to_fit(); // the ring is empty: give a burst's memory back
+        }
         None
     }
 

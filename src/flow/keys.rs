@@ -105,7 +105,7 @@ impl KeyTable {
     fn alloc(&mut self, name: Arc<str>) -> Result<u32, FlowError> {
         let slot = if self.free != NIL {
             let slot = self.free;
-            self.free = self.slots[slot as usize].head;
+            self.unlink_free(slot);
             self.slots[slot as usize] = KeyState::new(name);
             slot
         } else {
@@ -149,14 +149,49 @@ impl KeyTable {
         }
     }
 
-    /// Puts a vacant slot on the free list.
+    /// Puts a vacant slot on the free list, then drops vacant slots from the top of the slab
+    /// (amortised O(1): each slot is dropped once per release), so memory follows live keys.
     pub(super) fn release(&mut self, slot: u32) {
         debug_assert!(
             !self.slots[slot as usize].is_live(),
             "only vacant slots are released"
         );
-        self.slots[slot as usize] = KeyState::vacant(self.free);
+        let free = self.free;
+        let mut v = KeyState::vacant(free);
+        v.tail = NIL;
+        self.slots[slot as usize] = v;
+        if free != NIL {
+            self.slots[free as usize].tail = slot;
+        }
         self.free = slot;
+        while self.slots.len() > 1 {
+            let last = self.slots.len() - 1;
+            let k = &self.slots[last];
+            if k.is_live() || k.has(IN_READY) {
+                break;
+            }
+            self.unlink_free(last as u32);
+            self.slots.pop();
+        }
+        if self.slots.capacity() > 1024 && self.slots.len() * 4 < self.slots.capacity() {
+            self.slots.shrink_to(self.slots.len() * 2);
+        }
+    }
+
+    /// Unlinks a vacant slot from the doubly-linked free list (`head` = next, `tail` = prev).
+    fn unlink_free(&mut self, slot: u32) {
+        let (next, prev) = (
+            self.slots[slot as usize].head,
+            self.slots[slot as usize].tail,
+        );
+        if prev == NIL {
+            self.free = next;
+        } else {
+            self.slots[prev as usize].head = next;
+        }
+        if next != NIL {
+            self.slots[next as usize].tail = prev;
+        }
     }
 
     /// The free list, head first.
