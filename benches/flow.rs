@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion};
 use flowvec::flow::{FlowConfig, FlowControl, Limits, Timestamp};
 use governor::{Quota, RateLimiter};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
 
 struct Counting;
 
@@ -34,7 +34,10 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: same contract as our caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -48,11 +51,16 @@ const T0: u64 = 1_700_000_000_000;
 
 fn config() -> FlowConfig {
     // Keys stay live for the whole run (reclamation has its own test).
-    FlowConfig { idle_key_ttl: Duration::from_secs(86_400), ..FlowConfig::default() }
+    FlowConfig {
+        idle_key_ttl: Duration::from_secs(86_400),
+        ..FlowConfig::default()
+    }
 }
 
 fn limits() -> Limits {
-    "parallelism=1000,rate=1000000000,period=1s".parse().expect("valid")
+    "parallelism=1000,rate=1000000000,period=1s"
+        .parse()
+        .expect("valid")
 }
 
 fn key_names(n: usize) -> Vec<String> {
@@ -66,7 +74,8 @@ fn engine_with_keys(names: &[String]) -> FlowControl<u64> {
     let mut fc = FlowControl::new(config());
     let now = Timestamp::from_millis(T0);
     for (i, k) in names.iter().enumerate() {
-        fc.publish(Some(k), Some(limits()), i as u64, now).expect("valid");
+        fc.publish(Some(k), Some(limits()), i as u64, now)
+            .expect("valid");
     }
     while let Some(d) = fc.poll_dispatch(now) {
         fc.complete(d.id, now).expect("active");
@@ -108,7 +117,9 @@ fn bench_governor(c: &mut Criterion, names: &[String]) {
     let mut g = c.benchmark_group("governor_check_key");
     let quota = Quota::per_second(NonZeroU32::MAX);
     let one = RateLimiter::keyed(quota);
-    g.bench_function("1_key", |b| b.iter(|| black_box(one.check_key(&names[0]).is_ok())));
+    g.bench_function("1_key", |b| {
+        b.iter(|| black_box(one.check_key(&names[0]).is_ok()))
+    });
     let many = RateLimiter::keyed(quota);
     for k in names {
         let _ = many.check_key(k);
@@ -200,8 +211,14 @@ fn ratio_report(names: &[String], fc_many: &mut FlowControl<u64>) {
         black_box(many.check_key(&names[i as usize % names.len()]).is_ok());
     });
     println!("\n== flow vs governor (median of 7 x 1M calls) ==");
-    println!("1 key:    flow full cycle {flow_one:6.1} ns | governor check_key {gov_one:6.1} ns | ratio flow/governor {:.2}", flow_one / gov_one);
-    println!("1M keys:  flow full cycle {flow_many:6.1} ns | governor check_key {gov_many:6.1} ns | ratio flow/governor {:.2}", flow_many / gov_many);
+    println!(
+        "1 key:    flow full cycle {flow_one:6.1} ns | governor check_key {gov_one:6.1} ns | ratio flow/governor {:.2}",
+        flow_one / gov_one
+    );
+    println!(
+        "1M keys:  flow full cycle {flow_many:6.1} ns | governor check_key {gov_many:6.1} ns | ratio flow/governor {:.2}",
+        flow_many / gov_many
+    );
     println!("targets:  flow <= 100 ns (1 key), <= 250 ns (1M keys)");
 }
 
@@ -216,7 +233,8 @@ fn memory_report() {
     let mut fc = FlowControl::<u64>::new(config());
     let now = Timestamp::from_millis(T0);
     for i in 0..n {
-        fc.publish(Some("one-key"), Some(limits()), i as u64, now).expect("valid");
+        fc.publish(Some("one-key"), Some(limits()), i as u64, now)
+            .expect("valid");
     }
     let per_msg = (live() - before) as f64 / n as f64;
     println!(
@@ -231,7 +249,9 @@ fn memory_report() {
     let before = live();
     let fc = engine_with_keys(&names);
     let per_key = (live() - before) as f64 / n as f64;
-    println!("live key ('tenant-NNNNNN', idle, with its reclamation timer): {per_key:.1} B each; budget 160 B");
+    println!(
+        "live key ('tenant-NNNNNN', idle, with its reclamation timer): {per_key:.1} B each; budget 160 B"
+    );
     drop(fc);
 }
 

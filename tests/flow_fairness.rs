@@ -73,8 +73,7 @@ fn round_robin_holds_when_completions_arrive_out_of_order() {
     }
     let mut active = Vec::new();
     let mut served: HashMap<String, u32> = HashMap::new();
-    let mut step = 0u64;
-    for _ in 0..500 {
+    for step in 0..500u64 {
         while let Some(d) = fc.poll_dispatch(t(step)) {
             *served
                 .entry(d.key.clone().unwrap().to_string())
@@ -85,7 +84,6 @@ fn round_robin_holds_when_completions_arrive_out_of_order() {
         // Complete the middle one: completions in a different order than dispatches.
         let id = active.remove(1);
         fc.complete(id, t(step)).unwrap();
-        step += 1;
     }
     let counts: Vec<u32> = keys.iter().map(|k| served[*k]).collect();
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
@@ -103,7 +101,7 @@ fn a_key_that_becomes_ready_joins_the_rotation_at_the_back() {
             fc.publish(Some(k), Some(limits()), i, t(0)).unwrap();
         }
     }
-    let mut next = |fc: &mut FlowControl<u32>| {
+    let next = |fc: &mut FlowControl<u32>| {
         let d = fc.poll_dispatch(t(0)).unwrap();
         fc.complete(d.id, t(0)).unwrap();
         d.key.unwrap().to_string()

@@ -98,18 +98,19 @@ fn snapshot_of_a_restored_engine_is_stable() {
     assert_eq!(r1.snapshot(), r2.snapshot());
 }
 
+/// A hand edit of a snapshot's JSON.
+type Edit = Box<dyn FnOnce(&mut Value)>;
+
 fn corrupt(edit: impl FnOnce(&mut Value)) -> FlowError {
     let mut json = serde_json::to_value(busy_engine().snapshot()).unwrap();
     edit(&mut json);
     let snap: FlowSnapshot<String> = serde_json::from_value(json).expect("still well-typed");
-    FlowControl::restore(snap, t(3))
-        .err()
-        .expect("corruption is detected")
+    FlowControl::restore(snap, t(3)).expect_err("corruption is detected")
 }
 
 #[test]
 fn corrupt_snapshots_are_rejected() {
-    let cases: Vec<(&str, Box<dyn FnOnce(&mut Value)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         (
             "duplicate message",
             Box::new(|j| {

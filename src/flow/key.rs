@@ -104,7 +104,7 @@ impl KeyState {
     }
 
     pub(super) fn set_period_secs(&mut self, secs: u32) {
-        debug_assert!(secs >= 1 && secs <= PERIOD_MASK, "periods are 1 s ..= 7 d");
+        debug_assert!((1..=PERIOD_MASK).contains(&secs), "periods are 1 s ..= 7 d");
         self.period_flags = (self.period_flags & !PERIOD_MASK) | (secs & PERIOD_MASK);
     }
 
@@ -172,7 +172,10 @@ pub(super) fn validate_key(key: &str) -> Result<(), FlowError> {
         "it is empty"
     } else if key.len() > MAX_KEY_LEN {
         "it is longer than 512 bytes"
-    } else if key.bytes().fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f)) {
+    } else if key
+        .bytes()
+        .fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f))
+    {
         // (a branch-free fold: this runs on every publish and vectorises)
         "it contains an ASCII control character"
     } else {
