@@ -172,11 +172,7 @@ pub(super) fn validate_key(key: &str) -> Result<(), FlowError> {
         "it is empty"
     } else if key.len() > MAX_KEY_LEN {
         "it is longer than 512 bytes"
-    } else if key
-        .bytes()
-        .fold(false, |bad, b| bad | (b < 0x20) | (b == 0x7f))
-    {
-        // (a branch-free fold: this runs on every publish and vectorises)
+    } else if has_ascii_control(key.as_bytes()) {
         "it contains an ASCII control character"
     } else {
         return Ok(());
