@@ -95,29 +95,39 @@ impl<M> MessageSlab<M> {
     /// Empties `slot` (already unlinked) and returns its message; then drops vacant slots
     /// from the top of the slab (amortised O(1)), so memory follows the messages held.
     pub(super) fn release(&mut self, slot: u32) -> Option<M> {
-        let free = self.free;
-        let e = &mut self.entries[slot as usize];
-        debug_assert!(e.state != SlotState::Vacant, "released slots are occupied");
-        e.state = SlotState::Vacant;
-        e.prev = NIL;
-        e.next = free;
-        let message = e.message.take();
-        if free != NIL {
-            self.entries[free as usize].prev = slot;
-        }
-        self.free = slot;
+        debug_assert!(
+            self.entries[slot as usize].state != SlotState::Vacant,
+            "released slots are occupied"
+        );
         self.len -= 1;
-        while let Some(last) = self.entries.last() {
-            if last.state != SlotState::Vacant {
-                break;
+        if slot as usize + 1 == self.entries.len() {
+            // The top slot (the common case in a steady state): drop it instead of listing it.
+            let message = self.entries.pop().and_then(|e| e.message);
+            while let Some(last) = self.entries.last() {
+                if last.state != SlotState::Vacant {
+                    break;
+                }
+                self.unlink_free(self.entries.len() as u32 - 1);
+                self.entries.pop();
             }
-            self.unlink_free(self.entries.len() as u32 - 1);
-            self.entries.pop();
+            if self.entries.capacity() > 1024 && self.entries.len() * 4 < self.entries.capacity() {
+                self.entries.shrink_to(self.entries.len() * 2);
+            }
+            message
+        } else {
+            // The top slot stays occupied, so the slab has no vacant tail to trim.
+            let free = self.free;
+            let e = &mut self.entries[slot as usize];
+            e.state = SlotState::Vacant;
+            e.prev = NIL;
+            e.next = free;
+            let message = e.message.take();
+            if free != NIL {
+                self.entries[free as usize].prev = slot;
+            }
+            self.free = slot;
+            message
         }
-        if self.entries.capacity() > 1024 && self.entries.len() * 4 < self.entries.capacity() {
-            self.entries.shrink_to(self.entries.len() * 2);
-        }
-        message
     }
 
     /// Unlinks a vacant slot from the doubly-linked free list.
