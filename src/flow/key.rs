@@ -167,24 +167,34 @@ impl KeyState {
 }
 
 /// Checks DESIGN §1.3's key rules: non-empty, at most 512 bytes, no ASCII control characters.
+#[inline]
 pub(super) fn validate_key(key: &str) -> Result<(), FlowError> {
+    if !key.is_empty() && key.len() <= MAX_KEY_LEN && !has_ascii_control(key.as_bytes()) {
+        Ok(())
+    } else {
+        Err(invalid_key(key))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn invalid_key(key: &str) -> FlowError {
     let reason = if key.is_empty() {
         "it is empty"
     } else if key.len() > MAX_KEY_LEN {
         "it is longer than 512 bytes"
-    } else if has_ascii_control(key.as_bytes()) {
-        "it contains an ASCII control character"
     } else {
-        return Ok(());
+        "it contains an ASCII control character"
     };
-    Err(FlowError::InvalidKey {
+    FlowError::InvalidKey {
         key: key.chars().take(64).collect(),
         reason,
-    })
+    }
 }
 
 /// Whether `bytes` holds an ASCII control character (`< 0x20` or `0x7f`), eight bytes at a
 /// time: this runs on every publish.
+#[inline]
 fn has_ascii_control(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);

@@ -26,6 +26,8 @@ pub(super) struct KeyTable {
     pub(super) free: u32,
     /// Live keys, not counting [`UNKEYED`].
     pub(super) live: u32,
+    /// The slot `get_or_insert` found last: bursts of messages for one key skip hashing.
+    last: u32,
 }
 
 impl KeyTable {
@@ -36,6 +38,7 @@ impl KeyTable {
             hasher: RandomState::new(),
             free: NIL,
             live: 0,
+            last: UNKEYED,
         }
     }
 
@@ -68,6 +71,23 @@ impl KeyTable {
     /// # Errors
     /// [`FlowError::CapacityExceeded`] when all `u32` slots are in use.
     pub(super) fn get_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
+        // The last key again? One comparison instead of a SipHash and a probe. (The unkeyed
+        // slot's name is "", which no valid key equals; a reclaimed slot's name is None.)
+        if let Some(last) = self
+            .slots
+            .get(self.last as usize)
+            .and_then(|k| k.name.as_deref())
+        {
+            if last == name {
+                return Ok(self.last);
+            }
+        }
+        let slot = self.lookup_or_insert(name)?;
+        self.last = slot;
+        Ok(slot)
+    }
+
+    fn lookup_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
         let hash = hash_name(&self.hasher, name);
         let slots = &self.slots;
         if let Some(&s) = self
