@@ -25,6 +25,22 @@
 //! reclamation deadline (`max(window end, idle since + idle_key_ttl)`), so memory follows live
 //! keys without any scan. Every operation is O(1) amortised plus O(log n) per timer.
 //!
+//! # Decisions where DESIGN §1 is silent
+//! - `resume` and `reset_rate` on a key the engine does not hold are
+//!   [`FlowError::UnknownKey`] (a host maps it to 404); `pause`, `pin`, `unpin` create the key.
+//! - [`FlowControl::cancel`] removes *waiting* messages only (`None` for an active call, which
+//!   ends with `complete`). `complete` returns the message.
+//! - `poll_dispatch` hands out a clone of the message (`M: Clone`): the engine keeps its copy
+//!   until `complete`, for snapshots. Put large payloads behind an `Arc`.
+//! - `pin` with only `rate` keeps the key's period (1 s if it had no rate); with only `period`
+//!   the key must already have a rate ([`FlowError::PeriodWithoutRate`]). A message without a
+//!   rate resets the period to 1 s. A window's count survives configuration changes.
+//! - `ratePeriodStart` reports the last window's start even after it has passed (0 if never).
+//! - Time never runs backwards inside the engine: an earlier `now` counts as the latest seen.
+//! - Messages without a key form one FIFO pseudo-key that takes its turn in the round-robin.
+//! - [`FlowControl::poll_timeout`] takes `&mut self`: it drops stale timer entries so the
+//!   instant it returns is exact.
+//!
 //! # Examples
 //! The seed's combined example: rate 10 per minute with parallelism 20.
 //! ```

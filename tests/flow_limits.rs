@@ -153,7 +153,7 @@ fn zero_negative_overflow_and_non_integers_are_errors_quoting_the_part() {
     expect_value_error("parallelism=", "parallelism", "", "not an integer");
     let err = parse("rate=1,period=-5").unwrap_err();
     assert!(
-        matches!(err, FlowError::InvalidPeriod { ref reason, .. } if reason.contains("negative")),
+        matches!(err, FlowError::InvalidPeriod { reason, .. } if reason.contains("negative")),
         "{err:?}"
     );
 }

@@ -116,7 +116,7 @@ fn exec(fc: &mut FlowControl<u32>, cmd: &Cmd, now: Timestamp) -> Outcome {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct MKey {
     parallelism: Option<u32>,
     rate: Option<u32>,
@@ -131,13 +131,26 @@ struct MKey {
     idle_since: Option<u64>,
 }
 
-impl MKey {
-    fn new() -> Self {
+impl Default for MKey {
+    /// A fresh key: unlimited, period 1 s.
+    fn default() -> Self {
         Self {
+            parallelism: None,
+            rate: None,
             period_s: 1,
-            ..Self::default()
+            window_start: 0,
+            window_count: 0,
+            paused: false,
+            pin_par: false,
+            pin_rate: false,
+            waiting: VecDeque::new(),
+            active: 0,
+            idle_since: None,
         }
     }
+}
+
+impl MKey {
     fn window_open(&self, now: u64) -> bool {
         self.window_count > 0 && now < self.window_start + u64::from(self.period_s) * 1000
     }
@@ -210,7 +223,7 @@ impl Model {
         v
     }
     fn key_mut(&mut self, k: &'static str) -> &mut MKey {
-        self.keys.entry(Some(k)).or_insert_with(MKey::new)
+        self.keys.entry(Some(k)).or_default()
     }
 }
 
@@ -264,18 +277,9 @@ impl Harness {
                 m.next_payload += 1;
                 let out = self.run(&Cmd::Publish(key, limits, payload));
                 let m = &mut self.model;
-                let id: MessageId = out
-                    .strip_prefix("Ok(MessageId { seq: ")
-                    .map(|_| ())
-                    .map_or_else(
-                        || panic!("publish failed: {out}"),
-                        |()| {
-                            let k = m.keys.entry(key).or_insert_with(MKey::new);
-                            let _ = k;
-                            parse_id(&out)
-                        },
-                    );
-                let k = m.keys.entry(key).or_insert_with(MKey::new);
+                assert!(out.starts_with("Ok(MessageId"), "publish failed: {out}");
+                let id = parse_id(&out);
+                let k = m.keys.entry(key).or_default();
                 if let Some(l) = limits {
                     if !k.pin_par {
                         k.parallelism = l.parallelism.map(NonZeroU32::get);
@@ -645,7 +649,7 @@ fn run_sequence(global: Option<u8>, ops: &[Op]) {
         model: Model {
             now: T0,
             global: global.map(u32::from),
-            keys: BTreeMap::from([(None, MKey::new())]),
+            keys: BTreeMap::from([(None, MKey::default())]),
             messages: HashMap::new(),
             published: 0,
             completed: 0,
@@ -690,7 +694,7 @@ fn run_sequence(global: Option<u8>, ops: &[Op]) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 256,
+        cases: 512,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
         ..ProptestConfig::default()
     })]
@@ -698,7 +702,7 @@ proptest! {
     #[test]
     fn random_operation_sequences_keep_every_invariant(
         global in proptest::option::of(1u8..6),
-        ops in proptest::collection::vec(arb_op(), 1..150),
+        ops in proptest::collection::vec(arb_op(), 1..200),
     ) {
         run_sequence(global, &ops);
     }

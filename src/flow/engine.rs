@@ -235,8 +235,14 @@ impl<M> FlowControl<M> {
             e.state = SlotState::Active;
             let id = MessageId::new(e.seq, msg);
             let message = e.message.clone().expect("an active slot holds its message");
-            self.refresh(slot);
+            if self.keys.get(slot).waiting != 0 {
+                // (With nothing left waiting the key is busy: refresh would have nothing to do.)
+                self.refresh(slot);
+            }
             return Some(Dispatch { id, key, message });
+        }
+        if self.ready.capacity() > 1024 {
+            self.ready.shrink_to_fit(); // the ring is empty: give a burst's memory back
         }
         None
     }

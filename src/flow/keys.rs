@@ -6,7 +6,7 @@
 //! is the reserved pseudo-key of messages published without a key; it is never indexed or
 //! reclaimed. Vacant slots form an intrusive free list through `head`.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, Hasher, RandomState};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -26,6 +26,8 @@ pub(super) struct KeyTable {
     pub(super) free: u32,
     /// Live keys, not counting [`UNKEYED`].
     pub(super) live: u32,
+    /// The slot `get_or_insert` found last: bursts of messages for one key skip hashing.
+    last: u32,
 }
 
 impl KeyTable {
@@ -36,6 +38,7 @@ impl KeyTable {
             hasher: RandomState::new(),
             free: NIL,
             live: 0,
+            last: UNKEYED,
         }
     }
 
@@ -56,7 +59,7 @@ impl KeyTable {
 
     /// The slot of `name`, if the key is live.
     pub(super) fn find(&self, name: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(name);
+        let hash = hash_name(&self.hasher, name);
         let slots = &self.slots;
         self.index
             .find(hash, |&s| slots[s as usize].name.as_deref() == Some(name))
@@ -68,7 +71,24 @@ impl KeyTable {
     /// # Errors
     /// [`FlowError::CapacityExceeded`] when all `u32` slots are in use.
     pub(super) fn get_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
-        let hash = self.hasher.hash_one(name);
+        // The last key again? One comparison instead of a SipHash and a probe. (The unkeyed
+        // slot's name is "", which no valid key equals; a reclaimed slot's name is None.)
+        if let Some(last) = self
+            .slots
+            .get(self.last as usize)
+            .and_then(|k| k.name.as_deref())
+        {
+            if last == name {
+                return Ok(self.last);
+            }
+        }
+        let slot = self.lookup_or_insert(name)?;
+        self.last = slot;
+        Ok(slot)
+    }
+
+    fn lookup_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
+        let hash = hash_name(&self.hasher, name);
         let slots = &self.slots;
         if let Some(&s) = self
             .index
@@ -79,7 +99,10 @@ impl KeyTable {
         let slot = self.alloc(Arc::from(name))?;
         let (slots, hasher) = (&self.slots, &self.hasher);
         self.index.insert_unique(hash, slot, |&s| {
-            hasher.hash_one(slots[s as usize].name.as_deref().unwrap_or_default())
+            hash_name(
+                hasher,
+                slots[s as usize].name.as_deref().unwrap_or_default(),
+            )
         });
         Ok(slot)
     }
@@ -94,10 +117,13 @@ impl KeyTable {
         self.slots[slot as usize] = state;
         if slot != UNKEYED {
             self.live += 1;
-            let hash = self.hasher.hash_one(&*name);
+            let hash = hash_name(&self.hasher, &name);
             let (slots, hasher) = (&self.slots, &self.hasher);
             self.index.insert_unique(hash, slot, |&s| {
-                hasher.hash_one(slots[s as usize].name.as_deref().unwrap_or_default())
+                hash_name(
+                    hasher,
+                    slots[s as usize].name.as_deref().unwrap_or_default(),
+                )
             });
         }
     }
@@ -105,7 +131,7 @@ impl KeyTable {
     fn alloc(&mut self, name: Arc<str>) -> Result<u32, FlowError> {
         let slot = if self.free != NIL {
             let slot = self.free;
-            self.free = self.slots[slot as usize].head;
+            self.unlink_free(slot);
             self.slots[slot as usize] = KeyState::new(name);
             slot
         } else {
@@ -128,7 +154,7 @@ impl KeyTable {
         let Some(name) = self.slots[slot as usize].name.take() else {
             return;
         };
-        let hash = self.hasher.hash_one(&*name);
+        let hash = hash_name(&self.hasher, &name);
         if let Ok(entry) = self.index.find_entry(hash, |&s| s == slot) {
             entry.remove();
         }
@@ -144,19 +170,57 @@ impl KeyTable {
         if self.index.capacity() > 64 && self.index.len() * 4 < self.index.capacity() {
             let (slots, hasher) = (&self.slots, &self.hasher);
             self.index.shrink_to(self.index.len() * 2, |&s| {
-                hasher.hash_one(slots[s as usize].name.as_deref().unwrap_or_default())
+                hash_name(
+                    hasher,
+                    slots[s as usize].name.as_deref().unwrap_or_default(),
+                )
             });
         }
     }
 
-    /// Puts a vacant slot on the free list.
+    /// Puts a vacant slot on the free list, then drops vacant slots from the top of the slab
+    /// (amortised O(1): each slot is dropped once per release), so memory follows live keys.
     pub(super) fn release(&mut self, slot: u32) {
         debug_assert!(
             !self.slots[slot as usize].is_live(),
             "only vacant slots are released"
         );
-        self.slots[slot as usize] = KeyState::vacant(self.free);
+        let free = self.free;
+        let mut v = KeyState::vacant(free);
+        v.tail = NIL;
+        self.slots[slot as usize] = v;
+        if free != NIL {
+            self.slots[free as usize].tail = slot;
+        }
         self.free = slot;
+        while self.slots.len() > 1 {
+            let last = self.slots.len() - 1;
+            let k = &self.slots[last];
+            if k.is_live() || k.has(IN_READY) {
+                break;
+            }
+            self.unlink_free(last as u32);
+            self.slots.pop();
+        }
+        if self.slots.capacity() > 1024 && self.slots.len() * 4 < self.slots.capacity() {
+            self.slots.shrink_to(self.slots.len() * 2);
+        }
+    }
+
+    /// Unlinks a vacant slot from the doubly-linked free list (`head` = next, `tail` = prev).
+    fn unlink_free(&mut self, slot: u32) {
+        let (next, prev) = (
+            self.slots[slot as usize].head,
+            self.slots[slot as usize].tail,
+        );
+        if prev == NIL {
+            self.free = next;
+        } else {
+            self.slots[prev as usize].head = next;
+        }
+        if next != NIL {
+            self.slots[next as usize].tail = prev;
+        }
     }
 
     /// The free list, head first.
@@ -179,4 +243,13 @@ impl KeyTable {
             .filter(|(_, k)| k.is_live())
             .map(|(i, k)| (i as u32, k))
     }
+}
+
+/// Hashes a key name's bytes in one `write` (cheaper than `Hash for str`, which adds a
+/// separator byte in a second call; the table only ever holds strings, so no ambiguity).
+#[inline]
+fn hash_name(hasher: &RandomState, name: &str) -> u64 {
+    let mut h = hasher.build_hasher();
+    h.write(name.as_bytes());
+    h.finish()
 }

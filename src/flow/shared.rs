@@ -195,3 +195,15 @@ impl<M> SharedFlowControl<M> {
         self.inner.lock().snapshot()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_engine_is_send_and_sync_for_send_messages() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<SharedFlowControl<String>>();
+        assert_send_sync::<SharedFlowControl<std::sync::Arc<[u8]>>>();
+    }
+}

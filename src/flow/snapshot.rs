@@ -319,7 +319,9 @@ fn restore_keys(keys: &[KeySnapshot], free: &[u32], key_slots: u32) -> Result<Ke
                 "free key slot {slot} is out of range, live or repeated"
             )));
         }
-        table.get_mut(slot).head = free.get(i + 1).copied().unwrap_or(NIL);
+        let k = table.get_mut(slot);
+        k.head = free.get(i + 1).copied().unwrap_or(NIL);
+        k.tail = if i == 0 { NIL } else { free[i - 1] };
     }
     table.free = free.first().copied().unwrap_or(NIL);
     Ok(table)
@@ -384,7 +386,9 @@ fn restore_messages<M>(
                 "free message slot {slot} is out of range, occupied or repeated"
             )));
         }
-        slab.entries[slot as usize].next = free.get(i + 1).copied().unwrap_or(NIL);
+        let e = &mut slab.entries[slot as usize];
+        e.next = free.get(i + 1).copied().unwrap_or(NIL);
+        e.prev = if i == 0 { NIL } else { free[i - 1] };
     }
     slab.free = free.first().copied().unwrap_or(NIL);
     Ok(slab)

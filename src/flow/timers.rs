@@ -25,7 +25,13 @@ impl TimerQueue {
     }
 
     pub(super) fn pop(&mut self) -> Option<(u64, u32)> {
-        self.heap.pop().map(|r| r.0)
+        let top = self.heap.pop().map(|r| r.0);
+        // Give memory back once the queue has drained (amortised: the copy is at most a
+        // quarter of the pops since the capacity was reached).
+        if self.heap.capacity() > 1024 && self.heap.len() * 4 < self.heap.capacity() {
+            self.heap.shrink_to(self.heap.len() * 2);
+        }
+        top
     }
 
     pub(super) fn len(&self) -> usize {

@@ -77,9 +77,8 @@ impl<M> MessageSlab<M> {
         };
         let slot = if self.free != NIL {
             let slot = self.free;
-            let e = &mut self.entries[slot as usize];
-            self.free = e.next;
-            *e = entry;
+            self.unlink_free(slot);
+            self.entries[slot as usize] = entry;
             slot
         } else {
             let slot = u32::try_from(self.entries.len())
@@ -93,17 +92,58 @@ impl<M> MessageSlab<M> {
         Ok(slot)
     }
 
-    /// Empties `slot` (already unlinked) and returns its message.
+    /// Empties `slot` (already unlinked) and returns its message; then drops vacant slots
+    /// from the top of the slab (amortised O(1)), so memory follows the messages held.
     pub(super) fn release(&mut self, slot: u32) -> Option<M> {
-        let free = self.free;
-        let e = &mut self.entries[slot as usize];
-        debug_assert!(e.state != SlotState::Vacant, "released slots are occupied");
-        e.state = SlotState::Vacant;
-        e.prev = NIL;
-        e.next = free;
-        self.free = slot;
+        debug_assert!(
+            self.entries[slot as usize].state != SlotState::Vacant,
+            "released slots are occupied"
+        );
         self.len -= 1;
-        e.message.take()
+        if slot as usize + 1 == self.entries.len() {
+            // The top slot (the common case in a steady state): drop it instead of listing it.
+            let message = self.entries.pop().and_then(|e| e.message);
+            while let Some(last) = self.entries.last() {
+                if last.state != SlotState::Vacant {
+                    break;
+                }
+                self.unlink_free(self.entries.len() as u32 - 1);
+                self.entries.pop();
+            }
+            if self.entries.capacity() > 1024 && self.entries.len() * 4 < self.entries.capacity() {
+                self.entries.shrink_to(self.entries.len() * 2);
+            }
+            message
+        } else {
+            // The top slot stays occupied, so the slab has no vacant tail to trim.
+            let free = self.free;
+            let e = &mut self.entries[slot as usize];
+            e.state = SlotState::Vacant;
+            e.prev = NIL;
+            e.next = free;
+            let message = e.message.take();
+            if free != NIL {
+                self.entries[free as usize].prev = slot;
+            }
+            self.free = slot;
+            message
+        }
+    }
+
+    /// Unlinks a vacant slot from the doubly-linked free list.
+    fn unlink_free(&mut self, slot: u32) {
+        let (next, prev) = (
+            self.entries[slot as usize].next,
+            self.entries[slot as usize].prev,
+        );
+        if prev == NIL {
+            self.free = next;
+        } else {
+            self.entries[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.entries[next as usize].prev = prev;
+        }
     }
 
     /// Links `slot` at the back of the list `ends`.
