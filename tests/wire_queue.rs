@@ -376,3 +376,53 @@ fn queue_routes_demand_the_queue_token_and_their_method() {
     assert!(h.service.flow().poll_dispatch(now).is_none());
     assert_eq!(get(&h, "/v2/flowControl", now).1, Value::Array(Vec::new()));
 }
+
+#[test]
+fn waiting_messages_survive_a_snapshot_and_a_new_service() {
+    use std::sync::Arc;
+
+    use flowvec::flow::{FlowControl, FlowSnapshot, SharedFlowControl};
+    use flowvec::wire::Message;
+
+    let h = Harness::new();
+    let now = t0();
+    post(&h, "/v2/flowControl/s/pause", now);
+    for body in ["one", "two"] {
+        let headers = [
+            ("Content-Type", "text/plain"),
+            limited("s", "rate=1")[0],
+            limited("s", "rate=1")[1],
+        ];
+        assert_eq!(publish(&h, &headers, body, now).0, 201);
+    }
+    let json = serde_json::to_string(&h.service.flow().snapshot()).expect("plain data");
+
+    let snapshot: FlowSnapshot<Message> = serde_json::from_str(&json).expect("own output");
+    let engine = FlowControl::restore(snapshot, now.add_millis(5)).expect("consistent");
+    // A new service (as after a restart) over the restored engine.
+    let service = Harness::new()
+        .service
+        .with_flow(Arc::new(SharedFlowControl::from_engine(engine)));
+    let req = |method, path: &str| {
+        flowvec::wire::Request::new(method, path).with_header("Authorization", "Bearer queue-token")
+    };
+    let info = service
+        .handle(&req(Method::Get, "/v2/flowControl/s"), now)
+        .body_json();
+    assert_eq!(
+        (info["waitListSize"].clone(), info["isPaused"].clone()),
+        (2.into(), Value::Bool(true))
+    );
+    assert!(
+        service
+            .handle(&req(Method::Post, "/v2/flowControl/s/resume"), now)
+            .flow_changed
+    );
+    let d = service.flow().poll_dispatch(now).expect("resumed");
+    assert_eq!(d.message.body, b"one");
+    assert_eq!(d.message.destination, "http://127.0.0.1:9/hook");
+    assert_eq!(
+        d.message.headers,
+        [("Content-Type".to_owned(), "text/plain".to_owned())]
+    );
+}

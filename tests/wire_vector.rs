@@ -452,6 +452,14 @@ fn every_vector_route_demands_the_vector_token() {
             assert!(res.header("www-authenticate").is_some(), "{path}");
         }
     }
+    // A malformed path parameter is not looked at before the credentials are.
+    for cred in [Cred::None, Cred::Wrong] {
+        assert_error(
+            &h.send(Method::Post, "/query/%zz", cred, "{}", t0()),
+            401,
+            "bad escape",
+        );
+    }
     // Nothing was deleted by the refused calls.
     assert_eq!(h.vector("/info", "").1["result"]["vectorCount"], 5);
 }

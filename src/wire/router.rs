@@ -169,6 +169,18 @@ impl Route {
         self.allowed().split(", ").any(|m| m == method.as_str())
     }
 
+    /// How a path that did not parse would authenticate (by its API's prefix), so a request
+    /// with a malformed path parameter still gets 401 before 400 when it has no credentials.
+    pub(crate) fn auth_of_path(path: &str) -> Auth {
+        if path.starts_with("/v2/redis/") {
+            Auth::Basic
+        } else if path.starts_with("/v2/") {
+            Auth::Bearer(Api::Queue)
+        } else {
+            Auth::Bearer(Api::Vector)
+        }
+    }
+
     /// How this route authenticates.
     pub(crate) fn auth(&self) -> Auth {
         match self {

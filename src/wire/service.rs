@@ -122,14 +122,15 @@ impl Service {
     }
 
     fn route(&self, req: &Request, now: Timestamp) -> Result<Response, WireError> {
-        let route = Route::parse(&req.path)?;
-        let account = match route.auth() {
-            Auth::Bearer(api) => {
-                self.tokens.check(api, req.header("Authorization"))?;
-                None
+        let route = match Route::parse(&req.path) {
+            Ok(route) => route,
+            Err(err @ WireError::BadEncoding { .. }) => {
+                self.authenticate(Route::auth_of_path(&req.path), req)?;
+                return Err(err);
             }
-            Auth::Basic => Some(management_api::authenticate(&self.accounts, req)?),
+            Err(err) => return Err(err),
         };
+        let account = self.authenticate(route.auth(), req)?;
         if !route.accepts(&req.method) {
             return Err(WireError::MethodNotAllowed {
                 method: super::percent::quote(req.method.as_str()),
@@ -153,6 +154,19 @@ impl Service {
                 let account = account.unwrap_or_default();
                 management_api::reset_password(&self.registry, &account, &id)
             }
+        }
+    }
+}
+
+impl Service {
+    /// Checks the request's credentials; the management account for Basic routes.
+    fn authenticate(&self, auth: Auth, req: &Request) -> Result<Option<String>, WireError> {
+        match auth {
+            Auth::Bearer(api) => {
+                self.tokens.check(api, req.header("Authorization"))?;
+                Ok(None)
+            }
+            Auth::Basic => Ok(Some(management_api::authenticate(&self.accounts, req)?)),
         }
     }
 }
