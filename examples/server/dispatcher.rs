@@ -54,8 +54,11 @@ impl Dispatcher {
             while let Some(dispatch) = self.flow.poll_dispatch(now) {
                 tokio::spawn(Arc::clone(&self).deliver(dispatch));
             }
+            // At least 1 ms: a deadline that is already due must not make this loop spin.
             let sleep = match self.flow.poll_timeout() {
-                Some(at) => Duration::from_millis(at.as_millis().saturating_sub(now.as_millis())),
+                Some(at) => {
+                    Duration::from_millis(at.as_millis().saturating_sub(now.as_millis()).max(1))
+                }
                 None => Duration::from_secs(3600),
             };
             tokio::select! {
