@@ -81,13 +81,19 @@ fn main() {
         .enable_all()
         .build()
         .expect("the OS can start a tokio runtime");
-    if let Err(err) = runtime.block_on(serve(config)) {
+    let result = runtime.block_on(serve(config));
+    // The snapshot is saved: do not wait for deliveries still in flight (they are in it).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    if let Err(err) = result {
         eprintln!("error: {err}");
         std::process::exit(1);
     }
 }
 
 async fn serve(config: Config) -> Result<(), String> {
+    // Signal handlers first: a Ctrl-C during start-up must not be lost (a background process
+    // of a non-interactive shell starts with SIGINT ignored until a handler is installed).
+    let shutdown = shutdown_signal()?;
     let flow_config = FlowConfig {
         global_parallelism: config.global_parallelism,
         ..FlowConfig::default()
@@ -158,7 +164,7 @@ async fn serve(config: Config) -> Result<(), String> {
     let app = Arc::new(App { service, wake });
     let router = axum::Router::new().fallback(handle).with_state(app);
     axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await
         .map_err(|err| format!("server: {err}"))?;
 
@@ -259,27 +265,28 @@ fn to_axum(res: wire::Response) -> axum::response::Response {
     out
 }
 
-/// Ctrl-C, or SIGTERM on Unix.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Ctrl-C, or SIGTERM on Unix. The handlers are installed now; the future resolves on the
+/// first signal.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, String> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let (mut int, mut term) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let install = |kind| signal(kind).map_err(|err| format!("signal handler: {err}"));
+        (
+            install(SignalKind::interrupt())?,
+            install(SignalKind::terminate())?,
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
-    println!("shutting down: saving the flow-control snapshot");
+    Ok(async move {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        println!("shutting down: saving the flow-control snapshot");
+    })
 }
 
 /// The management API's `Authorization` value for an account.
