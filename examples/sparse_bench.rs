@@ -205,18 +205,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         queries.len(),
         qps / brute_qps
     );
-    let (mut cand, mut scored, mut touched) = (0u64, 0u64, 0u64);
+    let (mut cand, mut probed, mut scored, mut touched) = (0u64, 0u64, 0u64, 0u64);
     for q in &queries {
         let (_, s) = index.search_with_stats(&q.indices, &q.values, K, weighting, None, None);
         cand += s.candidates;
         scored += s.scored;
+        probed += s.probed;
         touched += s.postings;
     }
     let nq = queries.len() as f64;
     println!(
-        "per_query: postings={:.0} candidates={:.0} scored={:.0}",
+        "per_query: postings={:.0} candidates={:.0} probed={:.0} scored={:.0}",
         touched as f64 / nq,
         cand as f64 / nq,
+        probed as f64 / nq,
         scored as f64 / nq
     );
     println!(
