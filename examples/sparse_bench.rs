@@ -32,26 +32,35 @@ struct Args {
     queries: String,
     gt: String,
     idf: bool,
+    repeat: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let (mut base, mut queries, mut gt, mut idf) = (None, None, None, false);
+    let (mut base, mut queries, mut gt, mut idf, mut repeat) = (None, None, None, false, 1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--base" => base = it.next(),
             "--queries" => queries = it.next(),
             "--gt" => gt = it.next(),
             "--idf" => idf = true,
+            "--repeat" => {
+                repeat = it
+                    .next()
+                    .and_then(|r| r.parse().ok())
+                    .filter(|&r| r > 0)
+                    .ok_or("--repeat takes a positive count")?;
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let usage = "usage: sparse_bench --base B.jsonl --queries Q.jsonl --gt GT.ivecs [--idf]";
+    let usage = "usage: sparse_bench --base B.jsonl --queries Q.jsonl --gt GT.ivecs [--idf] [--repeat N]";
     Ok(Args {
         base: base.ok_or(usage)?,
         queries: queries.ok_or(usage)?,
         gt: gt.ok_or(usage)?,
         idf,
+        repeat,
     })
 }
 
@@ -138,17 +147,26 @@ fn main() -> Result<(), Box<dyn Error>> {
     index.shrink_to_fit();
     let postings = index.postings();
 
-    // Pruned search: recall, latency.
-    let mut results = Vec::with_capacity(queries.len());
-    let mut lat_us = Vec::with_capacity(queries.len());
-    let t0 = Instant::now();
-    for q in &queries {
-        let t = Instant::now();
-        let hits = index.search(&q.indices, &q.values, K, weighting, None, None);
-        lat_us.push(t.elapsed().as_secs_f64() * 1e6);
-        results.push(black_box(hits));
+    // Pruned search: recall, latency. With --repeat N, the fastest of N passes (the machine
+    // may be shared; the best pass is the least disturbed one).
+    let mut results = Vec::new();
+    let (mut qps, mut lat_us) = (0.0f64, Vec::new());
+    for _ in 0..args.repeat {
+        results = Vec::with_capacity(queries.len());
+        let mut lat = Vec::with_capacity(queries.len());
+        let t0 = Instant::now();
+        for q in &queries {
+            let t = Instant::now();
+            let hits = index.search(&q.indices, &q.values, K, weighting, None, None);
+            lat.push(t.elapsed().as_secs_f64() * 1e6);
+            results.push(black_box(hits));
+        }
+        let pass_qps = queries.len() as f64 / t0.elapsed().as_secs_f64();
+        if pass_qps > qps {
+            qps = pass_qps;
+            lat_us = lat;
+        }
     }
-    let qps = queries.len() as f64 / t0.elapsed().as_secs_f64();
     lat_us.sort_by(f64::total_cmp);
     let recall = results
         .iter()
@@ -179,13 +197,17 @@ fn main() -> Result<(), Box<dyn Error>> {
                 .collect()
         })
         .collect();
-    let t0 = Instant::now();
-    let brute: Vec<_> = queries
-        .iter()
-        .zip(&weights)
-        .map(|(q, w)| black_box(brute_force(&docs, &q.indices, w)))
-        .collect();
-    let brute_qps = queries.len() as f64 / t0.elapsed().as_secs_f64();
+    let mut brute = Vec::new();
+    let mut brute_qps = 0.0f64;
+    for _ in 0..args.repeat {
+        let t0 = Instant::now();
+        brute = queries
+            .iter()
+            .zip(&weights)
+            .map(|(q, w)| black_box(brute_force(&docs, &q.indices, w)))
+            .collect();
+        brute_qps = brute_qps.max(queries.len() as f64 / t0.elapsed().as_secs_f64());
+    }
 
     println!(
         "recall@10={recall:.4} qps={qps:.1} p50_us={:.0} p99_us={:.0} brute_qps={brute_qps:.1}",

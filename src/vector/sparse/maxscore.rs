@@ -42,135 +42,18 @@ pub struct SearchStats {
     pub scored: u64,
 }
 
-pub(super) fn search_daat(
-    terms: &[QueryTerm<'_>],
-    k: usize,
-    allow: Option<&dyn Fn(u32) -> bool>,
-    tie: Option<TieBreak<'_>>,
-) -> (Vec<(u32, f32)>, SearchStats) {
-    let n = terms.len();
-    let mut stats = SearchStats {
-        terms: n,
-        postings: terms.iter().map(|t| t.postings.len() as u64).sum(),
-        ..SearchStats::default()
-    };
-    let mut top = TopK::new(k, tie);
-    if k == 0 || n == 0 {
-        return (top.into_sorted_vec(), stats);
-    }
-
-    let ub: Vec<f64> = terms
-        .iter()
-        .map(|t| {
-            let hi = t.weight * f64::from(t.postings.max());
-            let lo = t.weight * f64::from(t.postings.min());
-            hi.max(lo).max(0.0)
-        })
-        .collect();
-    let scale: f64 = terms
-        .iter()
-        .map(|t| {
-            (t.weight * f64::from(t.postings.max()))
-                .abs()
-                .max((t.weight * f64::from(t.postings.min())).abs())
-        })
-        .sum();
-    let slack = scale * 1e-9;
-    // Terms by ascending bound (ties by query position: deterministic).
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| ub[a].total_cmp(&ub[b]).then(a.cmp(&b)));
-    // cum[j]: bound on the summed contributions of order[0..=j].
-    let cum: Vec<f64> = order
-        .iter()
-        .scan(0.0, |acc, &t| {
-            *acc += ub[t];
-            Some(*acc)
-        })
-        .collect();
-    // Could a document whose score is at most `bound` still enter the top-k?
-    let may_enter = |top: &TopK<'_>, bound: f64| match top.threshold() {
-        None => true,
-        Some(thr) => ((bound + slack) as f32) >= thr,
-    };
-
-    let mut cursors: Vec<Cursor<'_>> = terms.iter().map(|t| t.postings.cursor()).collect();
-    let mut contrib = vec![0.0f64; n];
-    let mut hit = vec![false; n];
-    let mut non_essential = 0;
-
-    while non_essential < n {
-        let cur = order[non_essential..]
-            .iter()
-            .map(|&t| cursors[t].doc())
-            .min()
-            .unwrap_or(END);
-        if cur == END {
-            break;
-        }
-        let doc = cur as u32;
-        stats.candidates += 1;
-        if !allow.is_none_or(|f| f(doc)) {
-            for &t in &order[non_essential..] {
-                if cursors[t].doc() == cur {
-                    cursors[t].advance();
-                }
-            }
-            continue;
-        }
-        let mut partial = 0.0f64;
-        for &t in &order[non_essential..] {
-            let c = &mut cursors[t];
-            if c.doc() == cur {
-                let x = terms[t].weight * f64::from(c.val());
-                contrib[t] = x;
-                hit[t] = true;
-                partial += x;
-                c.advance();
-            }
-        }
-        let mut complete = true;
-        for j in (0..non_essential).rev() {
-            if !may_enter(&top, partial + cum[j]) {
-                complete = false;
-                break;
-            }
-            let t = order[j];
-            let c = &mut cursors[t];
-            c.seek(doc);
-            if c.doc() == cur {
-                let x = terms[t].weight * f64::from(c.val());
-                contrib[t] = x;
-                hit[t] = true;
-                partial += x;
-            }
-        }
-        // The canonical score: contributions summed in query-term order.
-        let mut score = 0.0f64;
-        for t in 0..n {
-            if hit[t] {
-                score += contrib[t];
-                hit[t] = false;
-            }
-        }
-        if complete {
-            stats.scored += 1;
-            if top.push(doc, score as f32) {
-                while non_essential < n && !may_enter(&top, cum[non_essential]) {
-                    non_essential += 1;
-                }
-            }
-        }
-    }
-    (top.into_sorted_vec(), stats)
-}
-
 /// Documents per window of [`search`]: the accumulator (`f64`) is 32 KiB, about L1 size.
 const WINDOW: usize = 4096;
 
-/// Window-at-a-time MaxScore (as Lucene's `MaxScoreBulkScorer`): within a window of ids the
-/// essential lists are walked term-at-a-time into a dense accumulator, then the touched ids are
-/// visited in ascending order, bounded, probed in the non-essential lists, and the survivors get
-/// their canonical score. The essential / non-essential split is revised between windows.
+/// Window-at-a-time MaxScore (after Lucene's `MaxScoreBulkScorer`). Per window of ids:
+/// 1. the essential lists are walked term-at-a-time into a dense accumulator;
+/// 2. each touched id is kept only if its partial score plus the non-essential bounds may enter;
+/// 3. the non-essential lists, highest bound first, add their contributions to the survivors,
+///    each either by seeking per survivor or by walking its window segment, whichever touches
+///    less; survivors are re-bounded after each list;
+/// 4. the remaining survivors get their canonical score and are offered to the top-k.
+///
+/// The essential / non-essential split is revised between windows.
 pub(super) fn search(
     terms: &[QueryTerm<'_>],
     k: usize,
@@ -188,19 +71,19 @@ pub(super) fn search(
         return (top.into_sorted_vec(), stats);
     }
     let bounds = Bounds::new(terms);
+    let order = &bounds.order;
     let may_enter = |top: &TopK<'_>, bound: f64| match top.threshold() {
         None => true,
         Some(thr) => ((bound + bounds.slack) as f32) >= thr,
     };
 
-    let mut walk: Vec<Cursor<'_>> = terms.iter().map(|t| t.postings.cursor()).collect();
-    let mut probe: Vec<Cursor<'_>> = walk.clone();
+    let cursors = || -> Vec<Cursor<'_>> { terms.iter().map(|t| t.postings.cursor()).collect() };
+    let (mut walk, mut probe, mut exact) = (cursors(), cursors(), cursors());
     let mut acc = vec![0.0f64; WINDOW];
-    let mut touched = vec![0u64; WINDOW / 64];
+    let mut live = vec![0u64; WINDOW / 64];
     let mut non_essential = 0;
 
     while non_essential < n {
-        let order = &bounds.order;
         let base = order[non_essential..]
             .iter()
             .map(|&t| walk[t].doc())
@@ -210,65 +93,107 @@ pub(super) fn search(
             break;
         }
         let end = base + WINDOW as u64;
-        for &t in &order[non_essential..] {
+        let id = |i: usize| (base + i as u64) as u32;
+
+        // 1. Essential lists into the accumulator, in query-term order: when every list is
+        //    essential the accumulator already holds the canonical score.
+        for t in 0..n {
+            if bounds.rank[t] < non_essential {
+                continue;
+            }
             let w = terms[t].weight;
             let c = &mut walk[t];
-            loop {
-                let d = c.doc();
-                if d >= end {
-                    break;
-                }
-                let i = (d - base) as usize;
+            while c.doc() < end {
+                let i = (c.doc() - base) as usize;
                 acc[i] += w * f64::from(c.val());
-                touched[i / 64] |= 1 << (i % 64);
+                live[i / 64] |= 1 << (i % 64);
                 c.advance();
             }
         }
-        // Bound on the non-essential lists together.
+
+        // 2. Bound every touched id with all non-essential bounds. No push happens in steps
+        //    2 and 3, so the threshold is read once.
+        let thr = top.threshold();
+        let passes = |bound: f64| thr.is_none_or(|thr| ((bound + bounds.slack) as f32) >= thr);
         let rest = if non_essential > 0 { bounds.cum[non_essential - 1] } else { 0.0 };
-        for word in 0..touched.len() {
-            let mut bits = std::mem::take(&mut touched[word]);
-            while bits != 0 {
-                let i = word * 64 + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                let mut partial = std::mem::take(&mut acc[i]);
-                let doc = (base + i as u64) as u32;
-                stats.candidates += 1;
-                if !may_enter(&top, partial + rest) || !allow.is_none_or(|f| f(doc)) {
-                    continue;
-                }
-                stats.probed += 1;
-                let mut complete = true;
-                for j in (0..non_essential).rev() {
-                    if !may_enter(&top, partial + bounds.cum[j]) {
-                        complete = false;
-                        break;
-                    }
-                    let t = order[j];
+        let mut survivors = 0usize;
+        for_each_set(&mut live, |i| {
+            stats.candidates += 1;
+            let keep = passes(acc[i] + rest) && allow.is_none_or(|f| f(id(i)));
+            if keep {
+                survivors += 1;
+            } else {
+                acc[i] = 0.0;
+            }
+            keep
+        });
+        stats.probed += survivors as u64;
+
+        // 3. Non-essential lists, highest bound first: seek per survivor while survivors are
+        //    few (re-bounding them after each list), else walk the rest of the lists' segments.
+        let mut j = non_essential;
+        while j > 0 && survivors > 0 {
+            j -= 1;
+            let t = order[j];
+            let w = terms[t].weight;
+            let c = &mut probe[t];
+            c.seek(base as u32);
+            if survivors * SEEK_COST >= c.count_below(end) {
+                for &t in &order[..=j] {
+                    let w = terms[t].weight;
                     let c = &mut probe[t];
-                    c.seek(doc);
-                    if c.doc() == u64::from(doc) {
-                        partial += terms[t].weight * f64::from(c.val());
+                    c.seek(base as u32);
+                    while c.doc() < end {
+                        let i = (c.doc() - base) as usize;
+                        if live[i / 64] & (1 << (i % 64)) != 0 {
+                            acc[i] += w * f64::from(c.val());
+                        }
+                        c.advance();
                     }
                 }
-                if !complete {
-                    continue;
+                break;
+            }
+            for_each_set(&mut live, |i| {
+                c.seek(id(i));
+                if c.doc() == u64::from(id(i)) {
+                    acc[i] += w * f64::from(c.val());
                 }
-                stats.scored += 1;
-                if !may_enter(&top, partial) {
-                    continue;
+                true
+            });
+            let rest = if j > 0 { bounds.cum[j - 1] } else { 0.0 };
+            for_each_set(&mut live, |i| {
+                let keep = passes(acc[i] + rest);
+                if !keep {
+                    survivors -= 1;
+                    acc[i] = 0.0;
                 }
-                // The canonical score: contributions summed in query-term order.
-                let mut score = 0.0f64;
-                for (t, c) in probe.iter_mut().enumerate() {
-                    c.seek(doc);
-                    if c.doc() == u64::from(doc) {
-                        score += terms[t].weight * f64::from(c.val());
+                keep
+            });
+        }
+
+        // 4. Canonical scores of the survivors.
+        for_each_set(&mut live, |i| {
+            let partial = std::mem::take(&mut acc[i]);
+            stats.scored += 1;
+            if may_enter(&top, partial) {
+                let doc = id(i);
+                let score = if non_essential == 0 {
+                    partial
+                } else {
+                    // Contributions summed in query-term order.
+                    let mut score = 0.0f64;
+                    for (t, c) in exact.iter_mut().enumerate() {
+                        c.seek(doc);
+                        if c.doc() == u64::from(doc) {
+                            score += terms[t].weight * f64::from(c.val());
+                        }
                     }
-                }
+                    score
+                };
                 top.push(doc, score as f32);
             }
-        }
+            false
+        });
         while non_essential < n && !may_enter(&top, bounds.cum[non_essential]) {
             non_essential += 1;
         }
@@ -276,10 +201,31 @@ pub(super) fn search(
     (top.into_sorted_vec(), stats)
 }
 
+/// A seek costs about this many sequential posting steps.
+const SEEK_COST: usize = 8;
+
+/// Calls `f` on the index of every set bit, ascending; clears the bits for which it returns
+/// `false`.
+#[inline]
+fn for_each_set(bits: &mut [u64], mut f: impl FnMut(usize) -> bool) {
+    for (w, word) in bits.iter_mut().enumerate() {
+        let mut rest = *word;
+        while rest != 0 {
+            let b = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if !f(w * 64 + b) {
+                *word &= !(1u64 << b);
+            }
+        }
+    }
+}
+
 /// Per-term score bounds of a query, ordered for MaxScore.
 struct Bounds {
     /// Term positions by ascending bound (ties by position: deterministic).
     order: Vec<usize>,
+    /// `rank[t]`: position of term `t` in `order`.
+    rank: Vec<usize>,
     /// `cum[j]`: bound on the summed contributions of `order[0..=j]`.
     cum: Vec<f64>,
     /// Added to every bound before comparing: covers `f64` rounding of sums formed in another
@@ -308,6 +254,10 @@ impl Bounds {
                 Some(*acc)
             })
             .collect();
-        Bounds { order, cum, slack: scale * 1e-9 }
+        let mut rank = vec![0; terms.len()];
+        for (r, &t) in order.iter().enumerate() {
+            rank[t] = r;
+        }
+        Bounds { order, rank, cum, slack: scale * 1e-9 }
     }
 }

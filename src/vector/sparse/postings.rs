@@ -162,6 +162,13 @@ impl Cursor<'_> {
         self.pos += 1;
     }
 
+    /// How many postings from the current one have an id below `end`.
+    #[inline]
+    pub(super) fn count_below(&self, end: u64) -> usize {
+        let rest = &self.docs[self.pos.min(self.docs.len())..];
+        rest.partition_point(|&d| u64::from(d) < end)
+    }
+
     /// Moves to the first id `>= target` by galloping (doubling steps, then a binary search in
     /// the last step), so short skips cost O(1) and long ones O(log distance).
     pub(super) fn seek(&mut self, target: u32) {
