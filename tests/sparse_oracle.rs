@@ -4,7 +4,7 @@
 
 use flowvec::vector::sparse::{SparseIndex, Weighting};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, FileFailurePersistence};
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
@@ -178,6 +178,7 @@ fn apply(index: &mut SparseIndex, model: &mut Model, op: &Op) {
 proptest! {
     #![proptest_config(Config {
         cases: 200,
+        rng_seed: RngSeed::Fixed(5),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
         ..Config::default()
     })]
