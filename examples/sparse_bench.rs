@@ -54,7 +54,8 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    let usage = "usage: sparse_bench --base B.jsonl --queries Q.jsonl --gt GT.ivecs [--idf] [--repeat N]";
+    let usage =
+        "usage: sparse_bench --base B.jsonl --queries Q.jsonl --gt GT.ivecs [--idf] [--repeat N]";
     Ok(Args {
         base: base.ok_or(usage)?,
         queries: queries.ok_or(usage)?,
@@ -71,7 +72,9 @@ fn read_jsonl(path: &str) -> Result<Vec<Row>, Box<dyn Error>> {
         let row: Row =
             serde_json::from_str(line).map_err(|e| format!("{path} line {}: {e}", n + 1))?;
         if row.indices.len() != row.values.len() || !row.indices.is_sorted() {
-            return Err(format!("{path} line {}: indices unsorted or lengths differ", n + 1).into());
+            return Err(
+                format!("{path} line {}: indices unsorted or lengths differ", n + 1).into(),
+            );
         }
         rows.push(row);
     }
@@ -133,9 +136,18 @@ fn main() -> Result<(), Box<dyn Error>> {
     let queries = read_jsonl(&args.queries)?;
     let gt = read_ivecs(&args.gt)?;
     if gt.len() < queries.len() {
-        return Err(format!("{} ground-truth rows for {} queries", gt.len(), queries.len()).into());
+        return Err(format!(
+            "{} ground-truth rows for {} queries",
+            gt.len(),
+            queries.len()
+        )
+        .into());
     }
-    let weighting = if args.idf { Weighting::Idf } else { Weighting::None };
+    let weighting = if args.idf {
+        Weighting::Idf
+    } else {
+        Weighting::None
+    };
 
     let t0 = Instant::now();
     let mut index = SparseIndex::new();
@@ -191,7 +203,11 @@ fn main() -> Result<(), Box<dyn Error>> {
                 .zip(&q.values)
                 .map(|(t, &v)| {
                     let nt = df.get(t).copied().unwrap_or(0) as f64;
-                    let w = if args.idf { ((n - nt + 0.5) / (nt + 0.5) + 1.0).ln() } else { 1.0 };
+                    let w = if args.idf {
+                        ((n - nt + 0.5) / (nt + 0.5) + 1.0).ln()
+                    } else {
+                        1.0
+                    };
                     f64::from(v) * w
                 })
                 .collect()
@@ -219,7 +235,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         .zip(&brute)
         .filter(|(a, b)| {
             a.len() == b.len()
-                && a.iter().zip(b.iter()).all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits())
+                && a.iter()
+                    .zip(b.iter())
+                    .all(|(x, y)| x.0 == y.0 && x.1.to_bits() == y.1.to_bits())
         })
         .count();
     println!(

@@ -70,7 +70,11 @@ fn brute(
         }
     }
     hits.sort_by(|a, b| {
-        b.1.total_cmp(&a.1).then(if reverse_ties { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) })
+        b.1.total_cmp(&a.1).then(if reverse_ties {
+            b.0.cmp(&a.0)
+        } else {
+            a.0.cmp(&b.0)
+        })
     });
     hits.truncate(k);
     hits
@@ -100,15 +104,29 @@ fn assert_same(got: &[(u32, f32)], want: &[(u32, f32)], context: &str) {
     assert_eq!(ids(got), ids(want), "ids differ: {context}");
     for (g, w) in got.iter().zip(want) {
         let rel = (g.1 - w.1).abs() / w.1.abs().max(f32::MIN_POSITIVE);
-        assert!(rel <= 1e-5, "score of {} {} vs {}: {context}", g.0, g.1, w.1);
+        assert!(
+            rel <= 1e-5,
+            "score of {} {} vs {}: {context}",
+            g.0,
+            g.1,
+            w.1
+        );
         // Documented: scores are summed in query-term order, so they are bit-identical.
-        assert_eq!(g.1.to_bits(), w.1.to_bits(), "score bits of {}: {context}", g.0);
+        assert_eq!(
+            g.1.to_bits(),
+            w.1.to_bits(),
+            "score bits of {}: {context}",
+            g.0
+        );
     }
 }
 
 fn assert_stats(index: &SparseIndex, model: &Model, terms: impl Iterator<Item = i32>) {
     assert_eq!(index.len(), model.len());
-    assert_eq!(index.postings(), model.values().map(|(ix, _)| ix.len()).sum::<usize>());
+    assert_eq!(
+        index.postings(),
+        model.values().map(|(ix, _)| ix.len()).sum::<usize>()
+    );
     for t in terms {
         let df = model.values().filter(|(ix, _)| ix.contains(&t)).count() as u64;
         assert_eq!(index.doc_freq(t), df, "doc_freq of term {t}");
@@ -158,10 +176,24 @@ struct Query {
 }
 
 fn query() -> impl Strategy<Value = Query> {
-    let allow = prop_oneof![Just(Allow::All), (2u32..4, 0u32..2).prop_map(|(m, r)| Allow::Modulo(m, r))];
-    (vector(10), prop_oneof![1usize..6, 6usize..60], any::<bool>(), allow, any::<bool>()).prop_map(
-        |(terms, k, idf, allow, reverse_ties)| Query { terms, k, idf, allow, reverse_ties },
+    let allow = prop_oneof![
+        Just(Allow::All),
+        (2u32..4, 0u32..2).prop_map(|(m, r)| Allow::Modulo(m, r))
+    ];
+    (
+        vector(10),
+        prop_oneof![1usize..6, 6usize..60],
+        any::<bool>(),
+        allow,
+        any::<bool>(),
     )
+        .prop_map(|(terms, k, idf, allow, reverse_ties)| Query {
+            terms,
+            k,
+            idf,
+            allow,
+            reverse_ties,
+        })
 }
 
 fn apply(index: &mut SparseIndex, model: &mut Model, op: &Op) {
@@ -246,7 +278,14 @@ fn zipf_vector(rng: &mut StdRng, zipf: &Zipf, len: usize, negative: bool) -> Vec
             } else {
                 rng.random_range(0.05f32..2.2)
             };
-            (t, if negative && rng.random_bool(0.2) { -v } else { v })
+            (
+                t,
+                if negative && rng.random_bool(0.2) {
+                    -v
+                } else {
+                    v
+                },
+            )
         })
         .collect()
 }
@@ -280,8 +319,16 @@ fn zipf_run(seed: u64, negative: bool) {
         let len = rng.random_range(1..25);
         let q = zipf_vector(&mut rng, &zipf, len, negative);
         let k = [1, 10, 10, 100, 100_000][qi % 5];
-        let weighting = if qi % 2 == 0 { Weighting::Idf } else { Weighting::None };
-        let allow = if qi % 3 == 0 { Allow::Modulo(3, 1) } else { Allow::All };
+        let weighting = if qi % 2 == 0 {
+            Weighting::Idf
+        } else {
+            Weighting::None
+        };
+        let allow = if qi % 3 == 0 {
+            Allow::Modulo(3, 1)
+        } else {
+            Allow::All
+        };
         let reverse = qi % 7 == 0;
         let got = search(&index, &q, k, weighting, allow, reverse);
         let want = brute(&model, &q, k, weighting, allow, reverse);
@@ -295,7 +342,10 @@ fn zipf_run(seed: u64, negative: bool) {
     }
     if !negative {
         // Pruning must actually skip documents, not only be correct.
-        assert!(candidates * 10 < matched * 9, "candidates {candidates} of {matched} matched");
+        assert!(
+            candidates * 10 < matched * 9,
+            "candidates {candidates} of {matched} matched"
+        );
     }
 }
 
@@ -324,5 +374,9 @@ fn k_beyond_matches_returns_every_match() {
     let q = [(0, 1.0f32), (3, 0.5)];
     let got = search(&index, &q, 1000, Weighting::Idf, Allow::All, false);
     assert_eq!(got.len(), 15); // ids ≡ 0 or 3 (mod 7) below 50: 8 + 7
-    assert_same(&got, &brute(&model, &q, 1000, Weighting::Idf, Allow::All, false), "k=1000");
+    assert_same(
+        &got,
+        &brute(&model, &q, 1000, Weighting::Idf, Allow::All, false),
+        "k=1000",
+    );
 }

@@ -69,7 +69,7 @@ pub enum Weighting {
 /// let hits = index.search(&[3, 7], &[1.0, 1.0], 10, Weighting::None, None, None);
 /// assert_eq!(hits, vec![(2, 2.0), (1, 1.5)]);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SparseIndex {
     forward: HashMap<u32, Box<[i32]>>,
     terms: HashMap<i32, PostingList>,
@@ -277,15 +277,24 @@ mod tests {
         let mut index = SparseIndex::new();
         index.insert(7, &[1, 2], &[0.5, -1.0]);
         index.insert(8, &[2, 3], &[1.0, 2.0]);
-        assert_eq!((index.doc_freq(1), index.doc_freq(2), index.doc_freq(3)), (1, 2, 1));
+        assert_eq!(
+            (index.doc_freq(1), index.doc_freq(2), index.doc_freq(3)),
+            (1, 2, 1)
+        );
         index.insert(7, &[3], &[4.0]);
-        assert_eq!((index.doc_freq(1), index.doc_freq(2), index.doc_freq(3)), (0, 1, 2));
+        assert_eq!(
+            (index.doc_freq(1), index.doc_freq(2), index.doc_freq(3)),
+            (0, 1, 2)
+        );
         assert_eq!(index.vector(7), Some((vec![3], vec![4.0])));
         assert_eq!(index.postings(), 3);
         assert!(index.remove(8));
         assert!(!index.remove(8));
         assert_eq!(index.vector(8), None);
-        assert_eq!((index.len(), index.doc_freq(2), index.doc_freq(3)), (1, 0, 1));
+        assert_eq!(
+            (index.len(), index.doc_freq(2), index.doc_freq(3)),
+            (1, 0, 1)
+        );
         assert!(index.remove(7));
         assert!(index.is_empty());
         assert_eq!((index.terms.len(), index.postings()), (0, 0));
@@ -333,7 +342,15 @@ mod tests {
     fn k_zero_and_unknown_terms_give_nothing() {
         let mut index = SparseIndex::new();
         index.insert(0, &[0], &[1.0]);
-        assert!(index.search(&[0], &[1.0], 0, Weighting::None, None, None).is_empty());
-        assert!(index.search(&[9], &[1.0], 3, Weighting::Idf, None, None).is_empty());
+        assert!(
+            index
+                .search(&[0], &[1.0], 0, Weighting::None, None, None)
+                .is_empty()
+        );
+        assert!(
+            index
+                .search(&[9], &[1.0], 3, Weighting::Idf, None, None)
+                .is_empty()
+        );
     }
 }

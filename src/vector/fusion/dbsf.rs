@@ -104,7 +104,10 @@ mod tests {
         let fused = dbsf(&[&[(1u32, 0.9f32), (2, 0.1)]], 10);
         let hi = 0.5 + 2f64.sqrt() / 12.0;
         assert!((f64::from(fused[0].1) - hi).abs() < 1e-7, "{fused:?}");
-        assert!((f64::from(fused[1].1) - (1.0 - hi)).abs() < 1e-7, "{fused:?}");
+        assert!(
+            (f64::from(fused[1].1) - (1.0 - hi)).abs() < 1e-7,
+            "{fused:?}"
+        );
     }
 
     #[test]
@@ -131,7 +134,10 @@ mod tests {
     fn weights_follow_the_same_rule_as_rrf() {
         let a = [(1u32, 3.0f32), (2, 1.0)];
         let b = [(2u32, 1.0f32)];
-        assert_eq!(dbsf_weighted(&[&a, &b], &[1.0, 1.0, 7.0], 10), dbsf(&[&a, &b], 10));
+        assert_eq!(
+            dbsf_weighted(&[&a, &b], &[1.0, 1.0, 7.0], 10),
+            dbsf(&[&a, &b], 10)
+        );
         let fused = dbsf_weighted(&[&a, &b], &[0.0], 10);
         assert_eq!(fused, vec![(2, 0.5), (1, 0.0)]);
     }

@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn single_result_list() {
-        assert_eq!(rrf(&[&[(9u32, -4.0f32)]], 10), vec![(9, (1.0f64 / 61.0) as f32)]);
+        assert_eq!(
+            rrf(&[&[(9u32, -4.0f32)]], 10),
+            vec![(9, (1.0f64 / 61.0) as f32)]
+        );
     }
 
     #[test]
@@ -126,8 +129,14 @@ mod tests {
         let a = [(1u32, 0.0f32)];
         let b = [(2u32, 0.0f32)];
         let fused = rrf_weighted(&[&a, &b], &[0.5], 10);
-        assert_eq!(fused, vec![(2, (1.0f64 / 61.0) as f32), (1, (0.5f64 / 61.0) as f32)]);
+        assert_eq!(
+            fused,
+            vec![(2, (1.0f64 / 61.0) as f32), (1, (0.5f64 / 61.0) as f32)]
+        );
         // Extra weights are ignored.
-        assert_eq!(rrf_weighted(&[&a, &b], &[1.0, 1.0, 9.0], 10), rrf(&[&a, &b], 10));
+        assert_eq!(
+            rrf_weighted(&[&a, &b], &[1.0, 1.0, 9.0], 10),
+            rrf(&[&a, &b], 10)
+        );
     }
 }

@@ -70,7 +70,10 @@ mod tests {
         let mut w = Welford::new();
         assert_eq!((w.count(), w.mean(), w.sample_variance()), (0, None, None));
         w.push(7.0);
-        assert_eq!((w.count(), w.mean(), w.sample_variance()), (1, Some(7.0), None));
+        assert_eq!(
+            (w.count(), w.mean(), w.sample_variance()),
+            (1, Some(7.0), None)
+        );
         w.push(7.0);
         assert_eq!(w.sample_std(), Some(0.0));
     }

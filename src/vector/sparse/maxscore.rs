@@ -115,7 +115,11 @@ pub(super) fn search(
         //    2 and 3, so the threshold is read once.
         let thr = top.threshold();
         let passes = |bound: f64| thr.is_none_or(|thr| ((bound + bounds.slack) as f32) >= thr);
-        let rest = if non_essential > 0 { bounds.cum[non_essential - 1] } else { 0.0 };
+        let rest = if non_essential > 0 {
+            bounds.cum[non_essential - 1]
+        } else {
+            0.0
+        };
         let mut survivors = 0usize;
         for_each_set(&mut live, |i| {
             stats.candidates += 1;
@@ -145,9 +149,10 @@ pub(super) fn search(
                     c.seek(base as u32);
                     while c.doc() < end {
                         let i = (c.doc() - base) as usize;
-                        if live[i / 64] & (1 << (i % 64)) != 0 {
-                            acc[i] += w * f64::from(c.val());
-                        }
+                        // Branch-free (the live test is unpredictable): dropped ids hold 0 and
+                        // add ±0, which leaves them 0; live ids add their contribution exactly.
+                        let is_live = ((live[i / 64] >> (i % 64)) & 1) as f64;
+                        acc[i] += is_live * (w * f64::from(c.val()));
                         c.advance();
                     }
                 }
@@ -202,7 +207,7 @@ pub(super) fn search(
 }
 
 /// A seek costs about this many sequential posting steps.
-const SEEK_COST: usize = 8;
+const SEEK_COST: usize = 16;
 
 /// Calls `f` on the index of every set bit, ascending; clears the bits for which it returns
 /// `false`.
@@ -222,7 +227,7 @@ fn for_each_set(bits: &mut [u64], mut f: impl FnMut(usize) -> bool) {
 
 /// Per-term score bounds of a query, ordered for MaxScore.
 struct Bounds {
-    /// Term positions by ascending bound (ties by position: deterministic).
+    /// Term positions by ascending bound, then descending list length, then position.
     order: Vec<usize>,
     /// `rank[t]`: position of term `t` in `order`.
     rank: Vec<usize>,
@@ -246,7 +251,13 @@ impl Bounds {
             })
             .collect();
         let mut order: Vec<usize> = (0..terms.len()).collect();
-        order.sort_by(|&a, &b| ub[a].total_cmp(&ub[b]).then(a.cmp(&b)));
+        // Equal bounds: the longest lists first, so they turn non-essential (skipped) first.
+        order.sort_by(|&a, &b| {
+            ub[a]
+                .total_cmp(&ub[b])
+                .then(terms[b].postings.len().cmp(&terms[a].postings.len()))
+                .then(a.cmp(&b))
+        });
         let cum = order
             .iter()
             .scan(0.0, |acc, &t| {
@@ -258,6 +269,11 @@ impl Bounds {
         for (r, &t) in order.iter().enumerate() {
             rank[t] = r;
         }
-        Bounds { order, rank, cum, slack: scale * 1e-9 }
+        Bounds {
+            order,
+            rank,
+            cum,
+            slack: scale * 1e-9,
+        }
     }
 }

@@ -238,7 +238,11 @@ mod tests {
                     .iter()
                     .find(|&&d| d >= target)
                     .map_or(END, |&d| u64::from(d));
-                let expect = if before != END && before >= u64::from(target) { before } else { expect };
+                let expect = if before != END && before >= u64::from(target) {
+                    before
+                } else {
+                    expect
+                };
                 assert_eq!(c.doc(), expect, "target {target} start {start}");
             }
         }
