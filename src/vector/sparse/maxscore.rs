@@ -81,7 +81,8 @@ pub(super) fn search(
     let (mut walk, mut probe, mut exact) = (cursors(), cursors(), cursors());
     let mut acc = vec![0.0f64; WINDOW];
     let mut live = vec![0u64; WINDOW / 64];
-    let mut non_essential = 0;
+    // The longest prefix of `order` the threshold allows to skip, and the one skipped.
+    let (mut prunable, mut non_essential) = (0, 0);
 
     while non_essential < n {
         let base = order[non_essential..]
@@ -199,8 +200,15 @@ pub(super) fn search(
             }
             false
         });
-        while non_essential < n && !may_enter(&top, bounds.cum[non_essential]) {
-            non_essential += 1;
+        while prunable < n && !may_enter(&top, bounds.cum[prunable]) {
+            prunable += 1;
+        }
+        // Cost gate: skipping lists pays only when they hold a large share of the postings;
+        // otherwise the bounding and probing cost more than walking them. `prunable` only
+        // grows, and so does its share, so the split never moves back (walk cursors of
+        // non-essential lists stay behind and must not be walked again).
+        if 2 * bounds.skippable[prunable] >= bounds.skippable[n] {
+            non_essential = prunable;
         }
     }
     (top.into_sorted_vec(), stats)
@@ -233,6 +241,8 @@ struct Bounds {
     rank: Vec<usize>,
     /// `cum[j]`: bound on the summed contributions of `order[0..=j]`.
     cum: Vec<f64>,
+    /// `skippable[j]`: postings in `order[0..j]` (`n + 1` entries).
+    skippable: Vec<usize>,
     /// Added to every bound before comparing: covers `f64` rounding of sums formed in another
     /// order than the canonical one.
     slack: f64,
@@ -265,6 +275,12 @@ impl Bounds {
                 Some(*acc)
             })
             .collect();
+        let skippable = std::iter::once(0)
+            .chain(order.iter().scan(0, |acc, &t| {
+                *acc += terms[t].postings.len();
+                Some(*acc)
+            }))
+            .collect();
         let mut rank = vec![0; terms.len()];
         for (r, &t) in order.iter().enumerate() {
             rank[t] = r;
@@ -273,6 +289,7 @@ impl Bounds {
             order,
             rank,
             cum,
+            skippable,
             slack: scale * 1e-9,
         }
     }
