@@ -1,21 +1,26 @@
-//! Exact top-k by MaxScore dynamic pruning (Turtle & Flood 1995, document-at-a-time as in
-//! Lucene and PISA), made exact for negative values, ties and float rounding.
+//! Exact top-k by MaxScore dynamic pruning (Turtle & Flood 1995; window-at-a-time like Lucene's
+//! `MaxScoreBulkScorer`), made exact for negative values, ties and float rounding.
 //!
 //! Query terms are sorted by their score upper bound `ub_t = max(w_t * max_t, w_t * min_t)`
 //! (clamped at 0, so terms with negative contributions never lower a bound). The shortest prefix
 //! of that order whose summed bounds cannot reach the current k-th score is *non-essential*: a
 //! document found only there cannot enter, so candidates come from the essential lists alone,
-//! and non-essential lists are only probed (`seek`) for those candidates, highest bound first,
-//! abandoning a candidate as soon as its partial score plus the remaining bounds falls short.
+//! and non-essential lists are only consulted for those candidates, highest bound first,
+//! dropping a candidate as soon as its partial score plus the remaining bounds falls short.
+//!
+//! The work is done a window of ids at a time (see [`search`]), and the split is only taken
+//! when the lists it skips hold at least half the query's postings (a cost gate; measurements
+//! in the [parent module](super)).
 //!
 //! Exactness:
 //! - A bound prunes only when it is **strictly** below the k-th score after rounding to `f32`
 //!   (a document scoring equal to the threshold may still win on the tie-break).
 //! - Partial sums are formed in a different order than final scores, so bounds carry a slack
 //!   of `1e-9 ×` the largest possible score magnitude, far above `f64` rounding error.
-//! - The final score of every scored document is recomputed in query-term order (see
-//!   [`SparseIndex::search`](super::SparseIndex::search)), so it does not depend on the path
-//!   that found it.
+//! - Final scores are sums in query-term order (see
+//!   [`SparseIndex::search`](super::SparseIndex::search)), whatever path found the document:
+//!   in a window where every list is essential the accumulator is filled in that order; in
+//!   other windows a document about to enter the top-k is rescored by seeking every list.
 
 use super::postings::{Cursor, END, PostingList};
 use crate::vector::{TieBreak, TopK};
