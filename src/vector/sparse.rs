@@ -126,6 +126,10 @@ impl SparseIndex {
 
     /// Approximate heap bytes held.
     pub fn memory_bytes(&self) -> usize {
-        self.docs.values().map(|(i, _)| i.len() * 8 + 64).sum::<usize>() + self.doc_freq.len() * 24
+        self.docs
+            .values()
+            .map(|(i, _)| i.len() * 8 + 64)
+            .sum::<usize>()
+            + self.doc_freq.len() * 24
     }
 }
