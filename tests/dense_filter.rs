@@ -6,13 +6,15 @@ mod dense_support;
 use dense_support::{METRICS, build, clustered, for_metric};
 use std::collections::HashSet;
 
+type Filter = Box<dyn Fn(u32) -> bool>;
+
 #[test]
 fn filtered_graph_search_is_never_short_and_only_returns_allowed_ids() {
     for metric in METRICS {
         let data = for_metric(metric, clustered(2_500, 24, 25, 31));
         let index = build(metric, &data, true);
         let exact = build(metric, &data, false);
-        let filters: Vec<(&str, Box<dyn Fn(u32) -> bool>)> = vec![
+        let filters: Vec<(&str, Filter)> = vec![
             ("half", Box::new(|id| id % 2 == 0)),
             ("tenth", Box::new(|id| id % 10 == 3)),
             ("one in 200", Box::new(|id| id % 200 == 7)),

@@ -308,6 +308,18 @@ impl DenseIndex {
     }
 }
 
+/// The dot-product kernel, portable (`simd = false`) or the one this CPU was detected to run;
+/// for the kernel benchmark only, not a stable API.
+#[doc(hidden)]
+pub fn bench_dot_kernel(simd: bool, a: &[f32], b: &[f32]) -> f32 {
+    let kernels = if simd {
+        Kernels::detect()
+    } else {
+        Kernels::portable()
+    };
+    (kernels.dot)(a, b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,13 +3,12 @@
 //!
 //! The portable bodies are written so LLVM vectorises them without fast-math: `LANES`
 //! independent accumulators per chunk (no reassociation needed), the tail summed separately. On
-//! x86-64 with AVX2 and FMA (detected at run time) the same bodies are compiled inside
-//! `#[target_feature]` functions with fused multiply-adds and 32 lanes (four 256-bit
-//! accumulators, enough to cover the FMA latency with two loads per cycle).
+//! x86-64 with AVX2 and FMA (detected at run time) explicit 256-bit intrinsics with four FMA
+//! accumulators (enough to cover the FMA latency at two loads per cycle).
 //!
-//! Measured on this machine (AMD EPYC Zen 4, 384-d, `cargo bench --bench dense kernel`):
-//! portable SSE2 16 lanes ≈ 37 ns per dot, AVX2+FMA 32 lanes ≈ 14 ns. This is the only module
-//! of the dense engine with `unsafe`.
+//! Measured on this machine (AMD EPYC Zen 4, 384-d, `cargo bench --bench dense -- kernel`):
+//! portable ≈ 160 ns per 384-d dot, AVX2+FMA ≈ 78 ns (both under a load of 6 on 2 cores; the
+//! ratio is what matters). This is the only module of the dense engine with `unsafe`.
 
 /// Kernel functions picked once for the running CPU.
 #[derive(Clone, Copy)]
@@ -65,7 +64,7 @@ impl Kernels {
 }
 
 #[inline(always)]
-fn dot_body<const LANES: usize, const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+fn dot_body<const LANES: usize>(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f32; LANES];
@@ -74,11 +73,7 @@ fn dot_body<const LANES: usize, const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for i in 0..LANES {
-            acc[i] = if FMA {
-                x[i].mul_add(y[i], acc[i])
-            } else {
-                acc[i] + x[i] * y[i]
-            };
+            acc[i] += x[i] * y[i];
         }
     }
     let mut tail = 0.0f32;
@@ -89,7 +84,7 @@ fn dot_body<const LANES: usize, const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[inline(always)]
-fn l2sq_body<const LANES: usize, const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+fn l2sq_body<const LANES: usize>(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut acc = [0.0f32; LANES];
@@ -99,11 +94,7 @@ fn l2sq_body<const LANES: usize, const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     for (x, y) in ca.zip(cb) {
         for i in 0..LANES {
             let d = x[i] - y[i];
-            acc[i] = if FMA {
-                d.mul_add(d, acc[i])
-            } else {
-                acc[i] + d * d
-            };
+            acc[i] += d * d;
         }
     }
     let mut tail = 0.0f32;
@@ -142,46 +133,120 @@ mod portable {
     const LANES: usize = 16;
 
     pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
-        super::dot_body::<LANES, false>(a, b)
+        super::dot_body::<LANES>(a, b)
     }
 
     pub(super) fn l2sq(a: &[f32], b: &[f32]) -> f32 {
-        super::l2sq_body::<LANES, false>(a, b)
+        super::l2sq_body::<LANES>(a, b)
     }
 
     pub(super) fn dot_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
-        super::rows_body(query, rows, out, super::dot_body::<LANES, false>);
+        super::rows_body(query, rows, out, super::dot_body::<LANES>);
     }
 
     pub(super) fn l2sq_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
-        super::rows_body(query, rows, out, super::l2sq_body::<LANES, false>);
+        super::rows_body(query, rows, out, super::l2sq_body::<LANES>);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    //! AVX2 + FMA versions. The safe wrappers are only handed out by `Kernels::detect` after
-    //! `is_x86_feature_detected!` confirmed both features, which is what makes them sound.
-    const LANES: usize = 32;
+    //! AVX2 + FMA versions with explicit intrinsics (LLVM's auto-vectorisation of the
+    //! `mul_add` body produced 2-wide `vmovsd` loads and stack spills: 2.6x slower). The safe
+    //! wrappers are only handed out by `Kernels::detect` after `is_x86_feature_detected!`
+    //! confirmed both features, which is what makes them sound.
+    use std::arch::x86_64::{
+        __m256, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_shuffle_ps,
+        _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_fmadd_ps,
+        _mm256_loadu_ps, _mm256_setzero_ps, _mm256_sub_ps,
+    };
+
+    #[target_feature(enable = "avx2,fma")]
+    fn hsum(v: __m256) -> f32 {
+        let lo = _mm256_castps256_ps128(v);
+        let hi = _mm256_extractf128_ps::<1>(v);
+        let s = _mm_add_ps(lo, hi);
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s));
+        _mm_cvtss_f32(s)
+    }
 
     #[target_feature(enable = "avx2,fma")]
     fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
-        super::dot_body::<LANES, true>(a, b)
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8 * j + 8 <= i + 32 <= n <= a.len(), b.len(): in bounds.
+                let (x, y) = unsafe {
+                    (
+                        _mm256_loadu_ps(pa.add(i + 8 * j)),
+                        _mm256_loadu_ps(pb.add(i + 8 * j)),
+                    )
+                };
+                *acc = _mm256_fmadd_ps(x, y, *acc);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            // SAFETY: i + 8 <= n: in bounds.
+            let (x, y) = unsafe { (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i))) };
+            acc[0] = _mm256_fmadd_ps(x, y, acc[0]);
+            i += 8;
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut total = hsum(sum);
+        for k in i..n {
+            total += a[k] * b[k];
+        }
+        total
     }
 
     #[target_feature(enable = "avx2,fma")]
     fn l2sq_avx2(a: &[f32], b: &[f32]) -> f32 {
-        super::l2sq_body::<LANES, true>(a, b)
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8 * j + 8 <= i + 32 <= n <= a.len(), b.len(): in bounds.
+                let (x, y) = unsafe {
+                    (
+                        _mm256_loadu_ps(pa.add(i + 8 * j)),
+                        _mm256_loadu_ps(pb.add(i + 8 * j)),
+                    )
+                };
+                let d = _mm256_sub_ps(x, y);
+                *acc = _mm256_fmadd_ps(d, d, *acc);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            // SAFETY: i + 8 <= n: in bounds.
+            let (x, y) = unsafe { (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i))) };
+            let d = _mm256_sub_ps(x, y);
+            acc[0] = _mm256_fmadd_ps(d, d, acc[0]);
+            i += 8;
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut total = hsum(sum);
+        for k in i..n {
+            total += (a[k] - b[k]) * (a[k] - b[k]);
+        }
+        total
     }
 
     #[target_feature(enable = "avx2,fma")]
     fn dot_rows_avx2(query: &[f32], rows: &[f32], out: &mut [f32]) {
-        super::rows_body(query, rows, out, super::dot_body::<LANES, true>);
+        super::rows_body(query, rows, out, |a, b| dot_avx2(a, b));
     }
 
     #[target_feature(enable = "avx2,fma")]
     fn l2sq_rows_avx2(query: &[f32], rows: &[f32], out: &mut [f32]) {
-        super::rows_body(query, rows, out, super::l2sq_body::<LANES, true>);
+        super::rows_body(query, rows, out, |a, b| l2sq_avx2(a, b));
     }
 
     pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
