@@ -118,6 +118,7 @@ fn parse_args() -> Args {
             "--limit" => args.limit = Some(number(value())),
             "--backend" => {
                 args.backend = match value().as_str() {
+                    "native" => GraphBackend::Native,
                     "hnsw_rs" | "hnsw-rs" => GraphBackend::HnswRs,
                     other => usage(&format!("unknown backend {other}")),
                 }

@@ -2,15 +2,21 @@
 
 mod dense_support;
 
-use dense_support::{METRICS, build, clustered, for_metric};
+use dense_support::{METRICS, backends, build, build_with, clustered, for_metric};
 
 #[test]
 fn concurrent_searches_match_sequential_ones() {
     for metric in METRICS {
         let data = for_metric(metric, clustered(2_000, 16, 20, 41));
         let queries = for_metric(metric, clustered(64, 16, 20, 42));
-        for graph in [true, false] {
-            let index = build(metric, &data, graph);
+        let mut indexes = vec![("exact".to_string(), build(metric, &data, false))];
+        for backend in backends() {
+            indexes.push((
+                format!("{backend:?}"),
+                build_with(metric, &data, true, backend),
+            ));
+        }
+        for (graph, index) in &indexes {
             let allow = |id: u32| id % 3 != 0;
             let run = |q: &Vec<f32>| {
                 (

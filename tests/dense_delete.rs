@@ -3,19 +3,20 @@
 
 mod dense_support;
 
-use dense_support::{METRICS, clustered, for_metric, naive_score};
+use dense_support::{METRICS, backends, clustered, for_metric, naive_score};
 use flowvec::vector::dense::{DenseConfig, DenseIndex};
 use std::collections::BTreeMap;
 
 #[test]
 fn delete_and_replace_never_return_stale_ids_across_rebuilds() {
-    for metric in METRICS {
+    for (backend, metric) in backends().into_iter().flat_map(|b| METRICS.map(|m| (b, m))) {
         let dim = 16;
         let data = for_metric(metric, clustered(1_200, dim, 12, 21));
         let fresh = for_metric(metric, clustered(1_200, dim, 12, 22));
         let config = DenseConfig::new(dim, metric)
             .with_exact_threshold(0)
-            .with_rebuild_fraction(0.2);
+            .with_rebuild_fraction(0.2)
+            .with_backend(backend);
         let mut index = DenseIndex::new(config).expect("valid config");
         let mut model: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
         for (id, v) in data.iter().enumerate() {
@@ -41,14 +42,14 @@ fn delete_and_replace_never_return_stale_ids_across_rebuilds() {
                 let hits = index.search(q, 10, None, None, None).expect("valid");
                 assert_eq!(hits.len(), 10.min(model.len()));
                 for (id, score) in hits {
-                    let current = model
-                        .get(&id)
-                        .unwrap_or_else(|| panic!("{metric:?}: removed id {id} returned"));
+                    let current = model.get(&id).unwrap_or_else(|| {
+                        panic!("{backend:?} {metric:?}: removed id {id} returned")
+                    });
                     // A replaced id scored with its old vector would differ here.
                     let want = naive_score(metric, q, current);
                     assert!(
                         (f64::from(score) - want).abs() < 1e-5,
-                        "{metric:?}: stale score for {id}"
+                        "{backend:?} {metric:?}: stale score for {id}"
                     );
                 }
             }

@@ -1,6 +1,6 @@
 //! Bad parameters and bad vectors are typed errors naming the offending value, never panics.
 
-use flowvec::vector::dense::{DenseConfig, DenseIndex};
+use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend};
 use flowvec::vector::{Metric, VectorError};
 
 fn param_error(config: DenseConfig) -> (&'static str, String) {
@@ -101,8 +101,17 @@ fn bad_vectors_are_typed_errors_and_change_nothing() {
 
 #[test]
 fn huge_but_finite_values_do_not_panic_the_graph() {
-    for metric in [Metric::Euclidean, Metric::DotProduct, Metric::Cosine] {
-        let config = DenseConfig::new(2, metric).with_exact_threshold(0);
+    let mut backends = vec![GraphBackend::Native];
+    if cfg!(feature = "hnsw-rs") {
+        backends.push(GraphBackend::HnswRs);
+    }
+    for (backend, metric) in backends
+        .into_iter()
+        .flat_map(|b| [Metric::Euclidean, Metric::DotProduct, Metric::Cosine].map(|m| (b, m)))
+    {
+        let config = DenseConfig::new(2, metric)
+            .with_exact_threshold(0)
+            .with_backend(backend);
         let mut index = DenseIndex::new(config).expect("valid");
         for i in 0..50u32 {
             let s = if i % 2 == 0 { 3e38 } else { -3e38 };
@@ -114,7 +123,7 @@ fn huge_but_finite_values_do_not_panic_the_graph() {
         assert_eq!(hits.len(), 5);
         assert!(
             hits.iter().all(|h| (0.0..=1.0).contains(&h.1)),
-            "{metric:?} {hits:?}"
+            "{backend:?} {metric:?} {hits:?}"
         );
     }
 }

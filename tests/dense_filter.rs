@@ -3,16 +3,16 @@
 
 mod dense_support;
 
-use dense_support::{METRICS, build, clustered, for_metric};
+use dense_support::{METRICS, backends, build, build_with, clustered, for_metric};
 use std::collections::HashSet;
 
 type Filter = Box<dyn Fn(u32) -> bool>;
 
 #[test]
 fn filtered_graph_search_is_never_short_and_only_returns_allowed_ids() {
-    for metric in METRICS {
+    for (backend, metric) in backends().into_iter().flat_map(|b| METRICS.map(|m| (b, m))) {
         let data = for_metric(metric, clustered(2_500, 24, 25, 31));
-        let index = build(metric, &data, true);
+        let index = build_with(metric, &data, true, backend);
         let exact = build(metric, &data, false);
         let filters: Vec<(&str, Filter)> = vec![
             ("half", Box::new(|id| id % 2 == 0)),
@@ -34,13 +34,21 @@ fn filtered_graph_search_is_never_short_and_only_returns_allowed_ids() {
                     let got = index
                         .search(q, k, Some(16), Some(allow.as_ref()), None)
                         .expect("valid");
-                    assert_eq!(got.len(), k.min(matching), "{metric:?} {name} k={k}");
+                    assert_eq!(
+                        got.len(),
+                        k.min(matching),
+                        "{backend:?} {metric:?} {name} k={k}"
+                    );
                     assert!(
                         got.iter().all(|h| allow(h.0)),
-                        "{metric:?} {name}: disallowed id"
+                        "{backend:?} {metric:?} {name}: disallowed id"
                     );
                     let ids: HashSet<u32> = got.iter().map(|h| h.0).collect();
-                    assert_eq!(ids.len(), got.len(), "{metric:?} {name}: duplicate ids");
+                    assert_eq!(
+                        ids.len(),
+                        got.len(),
+                        "{backend:?} {metric:?} {name}: duplicate ids"
+                    );
                     let truth: HashSet<u32> = exact
                         .search(q, k, None, Some(allow.as_ref()), None)
                         .expect("valid")
@@ -55,7 +63,7 @@ fn filtered_graph_search_is_never_short_and_only_returns_allowed_ids() {
                 let recall = hits as f64 / total as f64;
                 assert!(
                     recall >= 0.9,
-                    "{metric:?} {name}: filtered recall {recall:.3}"
+                    "{backend:?} {metric:?} {name}: filtered recall {recall:.3}"
                 );
             }
         }

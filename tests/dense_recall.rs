@@ -3,15 +3,15 @@
 
 mod dense_support;
 
-use dense_support::{METRICS, build, clustered, for_metric};
+use dense_support::{METRICS, backends, build, build_with, clustered, for_metric};
 use std::collections::HashSet;
 
 #[test]
-fn graph_recall_at_10_is_at_least_095_for_every_metric() {
-    for metric in METRICS {
+fn graph_recall_at_10_is_at_least_095_for_every_metric_and_backend() {
+    for (backend, metric) in backends().into_iter().flat_map(|b| METRICS.map(|m| (b, m))) {
         let data = for_metric(metric, clustered(3_000, 32, 40, 7));
         let queries = for_metric(metric, clustered(200, 32, 40, 8));
-        let graph = build(metric, &data, true);
+        let graph = build_with(metric, &data, true, backend);
         let exact = build(metric, &data, false);
         assert!(graph.uses_graph() && !exact.uses_graph());
         let mut hits = 0usize;
@@ -27,16 +27,19 @@ fn graph_recall_at_10_is_at_least_095_for_every_metric() {
             hits += got.iter().filter(|h| truth.contains(&h.0)).count();
         }
         let recall = hits as f64 / (10 * queries.len()) as f64;
-        eprintln!("{metric:?}: recall@10 {recall:.4}");
-        assert!(recall >= 0.95, "{metric:?}: recall@10 {recall:.4}");
+        eprintln!("{backend:?} {metric:?}: recall@10 {recall:.4}");
+        assert!(
+            recall >= 0.95,
+            "{backend:?} {metric:?}: recall@10 {recall:.4}"
+        );
     }
 }
 
 #[test]
 fn graph_scores_equal_exact_scores_for_the_same_id() {
-    for metric in METRICS {
+    for (backend, metric) in backends().into_iter().flat_map(|b| METRICS.map(|m| (b, m))) {
         let data = for_metric(metric, clustered(1_500, 16, 20, 11));
-        let graph = build(metric, &data, true);
+        let graph = build_with(metric, &data, true, backend);
         let exact = build(metric, &data, false);
         let q = &data[17];
         let all: std::collections::HashMap<u32, f32> = exact
@@ -45,7 +48,7 @@ fn graph_scores_equal_exact_scores_for_the_same_id() {
             .into_iter()
             .collect();
         for (id, score) in graph.search(q, 10, None, None, None).expect("valid") {
-            assert_eq!(all[&id], score, "{metric:?} id {id}");
+            assert_eq!(all[&id], score, "{backend:?} {metric:?} id {id}");
         }
     }
 }

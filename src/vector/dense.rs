@@ -25,6 +25,7 @@ mod graph;
 #[cfg(feature = "hnsw-rs")]
 mod hnsw_rs_graph;
 mod kernels;
+mod native_graph;
 mod store;
 
 pub use config::{DEFAULT_EXACT_THRESHOLD, DenseConfig, GraphBackend, MAX_EF};
@@ -270,6 +271,11 @@ impl DenseIndex {
 
     fn new_graph(&self) -> Option<Box<dyn AnnGraph>> {
         match self.config.backend {
+            GraphBackend::Native => Some(Box::new(native_graph::NativeGraph::new(
+                self.config.m,
+                self.config.ef_construction,
+                self.store.len(),
+            ))),
             #[cfg(feature = "hnsw-rs")]
             GraphBackend::HnswRs => Some(Box::new(hnsw_rs_graph::HnswRsGraph::new(
                 &self.store,

@@ -3,7 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use flowvec::vector::Metric;
-use flowvec::vector::dense::{DenseConfig, DenseIndex};
+use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -70,11 +70,32 @@ pub fn naive_top(
     all
 }
 
+/// Every graph backend compiled in; the oracle tests run against each.
+pub fn backends() -> Vec<GraphBackend> {
+    let mut all = vec![GraphBackend::Native];
+    if cfg!(feature = "hnsw-rs") {
+        all.push(GraphBackend::HnswRs);
+    }
+    all
+}
+
 /// An index holding `data` under ids `0..n`; `graph` forces the graph (threshold 0), otherwise
 /// it never builds one.
 pub fn build(metric: Metric, data: &[Vec<f32>], graph: bool) -> DenseIndex {
+    build_with(metric, data, graph, GraphBackend::default())
+}
+
+/// [`build`] with a chosen graph backend.
+pub fn build_with(
+    metric: Metric,
+    data: &[Vec<f32>],
+    graph: bool,
+    backend: GraphBackend,
+) -> DenseIndex {
     let threshold = if graph { 0 } else { usize::MAX };
-    let config = DenseConfig::new(data[0].len(), metric).with_exact_threshold(threshold);
+    let config = DenseConfig::new(data[0].len(), metric)
+        .with_exact_threshold(threshold)
+        .with_backend(backend);
     let mut index = DenseIndex::new(config).expect("valid config");
     for (id, v) in data.iter().enumerate() {
         index.insert(id as u32, v).expect("valid vector");

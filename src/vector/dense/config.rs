@@ -6,8 +6,10 @@ use crate::vector::{Metric, VectorError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum GraphBackend {
-    /// The [hnsw_rs](https://crates.io/crates/hnsw_rs) crate (cargo feature `hnsw-rs`).
+    /// The crate's own HNSW: flat neighbour arrays, no vector copy, SIMD kernels.
     #[default]
+    Native,
+    /// The [hnsw_rs](https://crates.io/crates/hnsw_rs) crate (cargo feature `hnsw-rs`).
     HnswRs,
 }
 
@@ -157,6 +159,7 @@ impl DenseConfig {
 
 fn backend_available(backend: GraphBackend) -> bool {
     match backend {
+        GraphBackend::Native => true,
         GraphBackend::HnswRs => cfg!(feature = "hnsw-rs"),
     }
 }
