@@ -132,6 +132,14 @@ fn parse_args() -> Args {
     args
 }
 
+/// CPU time of this thread in seconds (Linux `/proc/thread-self/schedstat`), so figures stay
+/// meaningful on a shared, oversubscribed machine; `None` elsewhere.
+fn thread_cpu_s() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 /// Reads a TEXMEX file: per row an int32 count, then that many 4-byte values.
 fn read_vecs<T>(path: &str, convert: impl Fn([u8; 4]) -> T) -> Vec<Vec<T>> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| usage(&format!("cannot read {path}: {e}")));
@@ -182,7 +190,9 @@ fn main() {
         .with_backend(args.backend);
     let before = LIVE.load(Ordering::Relaxed);
     let start = Instant::now();
+    let cpu_start = thread_cpu_s();
     let mut index = DenseIndex::new(config).unwrap_or_else(|e| usage(&e.to_string()));
+    index.reserve(base.len());
     let bar = ProgressBar::new(base.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("building {bar:40} {pos}/{len} {per_sec} eta {eta}")
@@ -198,6 +208,9 @@ fn main() {
     }
     bar.finish_and_clear();
     let build_s = start.elapsed().as_secs_f64();
+    let build_cpu_s = thread_cpu_s()
+        .zip(cpu_start)
+        .map(|(end, begin)| end - begin);
     let held = LIVE.load(Ordering::Relaxed).saturating_sub(before);
     assert!(index.uses_graph(), "threshold 0 always builds the graph");
     println!(
@@ -206,6 +219,13 @@ fn main() {
         base.len() as f64 / build_s,
         held as f64 / 1e6
     );
+    if let Some(cpu) = build_cpu_s {
+        println!(
+            "cpu build_cpu_s={:.2} build_per_cpu_s={:.0} (thread CPU time; wall figures above suffer on a loaded machine)",
+            cpu,
+            base.len() as f64 / cpu
+        );
+    }
     println!(
         "mem_estimate_mb={:.1} (DenseIndex::memory_bytes) vectors_mb={:.1}",
         index.memory_bytes() as f64 / 1e6,
@@ -214,8 +234,9 @@ fn main() {
 
     for &ef in &args.efs {
         let mut hits = 0usize;
-        let start = Instant::now();
         let mut results = Vec::with_capacity(queries.len());
+        let start = Instant::now();
+        let cpu_start = thread_cpu_s();
         for q in &queries {
             results.push(
                 index
@@ -224,6 +245,9 @@ fn main() {
             );
         }
         let secs = start.elapsed().as_secs_f64();
+        let cpu = thread_cpu_s()
+            .zip(cpu_start)
+            .map(|(end, begin)| end - begin);
         for (got, truth) in results.iter().zip(&gt) {
             let truth: HashSet<u32> = truth.iter().take(10).map(|t| *t as u32).collect();
             hits += got.iter().filter(|h| truth.contains(&h.0)).count();
@@ -234,5 +258,8 @@ fn main() {
             hits as f64 / (10 * queries.len()) as f64,
             queries.len() as f64 / secs
         );
+        if let Some(cpu) = cpu {
+            println!("cpu ef={} qps_cpu={:.1}", ef, queries.len() as f64 / cpu);
+        }
     }
 }

@@ -60,6 +60,8 @@ pub struct DenseIndex {
     config: DenseConfig,
     store: Store,
     graph: Option<Box<dyn AnnGraph>>,
+    /// Slots announced by [`DenseIndex::reserve`], passed on to a graph built later.
+    reserved: usize,
 }
 
 impl std::fmt::Debug for DenseIndex {
@@ -86,6 +88,7 @@ impl DenseIndex {
             config,
             store,
             graph: None,
+            reserved: 0,
         })
     }
 
@@ -111,6 +114,25 @@ impl DenseIndex {
             self.maybe_compact();
         }
         Ok(())
+    }
+
+    /// Makes room for `additional` more vectors, so a bulk load allocates once and exactly.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+    /// let mut index = DenseIndex::new(DenseConfig::new(8, Metric::Euclidean))?;
+    /// index.reserve(1_000);
+    /// assert!(index.memory_bytes() >= 1_000 * 8 * 4);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        self.store.reserve(additional);
+        if let Some(graph) = &mut self.graph {
+            graph.reserve(self.store.slots() + additional);
+        }
+        self.reserved = self.store.slots() + additional;
     }
 
     /// Checks a vector against the index's dimension and metric without inserting it.
@@ -274,14 +296,14 @@ impl DenseIndex {
             GraphBackend::Native => Some(Box::new(native_graph::NativeGraph::new(
                 self.config.m,
                 self.config.ef_construction,
-                self.store.len(),
+                self.store.len().max(self.reserved),
             ))),
             #[cfg(feature = "hnsw-rs")]
             GraphBackend::HnswRs => Some(Box::new(hnsw_rs_graph::HnswRsGraph::new(
                 &self.store,
                 self.config.m,
                 self.config.ef_construction,
-                self.store.len(),
+                self.store.len().max(self.reserved),
             ))),
             #[allow(unreachable_patterns)]
             _ => None,
@@ -292,6 +314,7 @@ impl DenseIndex {
     fn build_graph(&mut self) {
         self.graph = self.new_graph();
         if let Some(graph) = &mut self.graph {
+            graph.reserve(self.reserved.max(self.store.slots()));
             for slot in 0..self.store.slots() as u32 {
                 if self.store.is_live(slot) {
                     graph.insert(&self.store, slot);

@@ -12,6 +12,11 @@ use crate::vector::Metric;
 
 /// An approximate nearest-neighbour graph over the slots of a [`Store`].
 pub(crate) trait AnnGraph: Send + Sync {
+    /// Makes room for slots up to `slots` (a hint; the default does nothing).
+    fn reserve(&mut self, slots: usize) {
+        let _ = slots;
+    }
+
     /// Adds `slot` (already in `store`).
     fn insert(&mut self, store: &Store, slot: u32);
 

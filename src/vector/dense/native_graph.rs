@@ -231,6 +231,7 @@ impl NativeGraph {
 
     /// Beam search of one layer from `entry`; leaves the best `ef` accepted nodes in
     /// `scratch.results`. Rejected nodes are walked through but never returned.
+    #[allow(clippy::too_many_arguments)] // the hot loop's inputs, kept as plain arguments
     fn search_layer(
         &self,
         store: &Store,
@@ -343,13 +344,24 @@ impl NativeGraph {
 }
 
 impl AnnGraph for NativeGraph {
+    fn reserve(&mut self, slots: usize) {
+        let more = slots.saturating_sub(self.levels.len());
+        self.links0.reserve_exact(more * (1 + self.m0));
+        self.levels.reserve_exact(more);
+        self.upper_offset.reserve_exact(more);
+    }
+
     fn insert(&mut self, store: &Store, slot: u32) {
         let level = self.random_level();
         let s = slot as usize;
         if self.levels.len() <= s {
+            let words = (s + 1) * (1 + self.m0);
+            super::store::grow_for(&mut self.links0, words);
+            self.links0.resize(words, 0);
+            super::store::grow_for(&mut self.levels, s + 1);
             self.levels.resize(s + 1, 0);
+            super::store::grow_for(&mut self.upper_offset, s + 1);
             self.upper_offset.resize(s + 1, NO_UPPER);
-            self.links0.resize((s + 1) * (1 + self.m0), 0);
         }
         self.levels[s] = level;
         if level > 0 {
@@ -435,5 +447,84 @@ impl AnnGraph for NativeGraph {
                 .iter()
                 .map(|s| s.marks.capacity() * 2)
                 .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::dense::kernels::Kernels;
+
+    fn store_with(n: usize, dim: usize, metric: Metric) -> Store {
+        let mut store = Store::new(dim, metric, Kernels::detect());
+        let mut s = 0x1234_5678u32;
+        for id in 0..n as u32 {
+            let v: Vec<f32> = (0..dim)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 17;
+                    s ^= s << 5;
+                    (s as f32 / u32::MAX as f32) - 0.5
+                })
+                .collect();
+            store.push(id, &v);
+        }
+        store
+    }
+
+    fn build(store: &Store, m: usize) -> NativeGraph {
+        let mut g = NativeGraph::new(m, 64, store.slots());
+        for slot in 0..store.slots() as u32 {
+            g.insert(store, slot);
+        }
+        g
+    }
+
+    #[test]
+    fn neighbour_lists_respect_caps_and_hold_no_self_or_duplicates() {
+        let store = store_with(600, 8, Metric::Euclidean);
+        let g = build(&store, 4);
+        for slot in 0..600u32 {
+            for level in 0..=g.levels[slot as usize] {
+                let links = g.links(slot, level);
+                let cap = if level == 0 { g.m0 } else { g.m };
+                assert!(links.len() <= cap, "slot {slot} level {level}");
+                assert!(!links.contains(&slot));
+                let mut sorted = links.to_vec();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(sorted.len(), links.len());
+                // A neighbour on a level must itself live on that level.
+                assert!(links.iter().all(|n| g.levels[*n as usize] >= level));
+            }
+        }
+        assert_eq!(g.levels[g.entry.expect("non-empty") as usize], g.max_level);
+    }
+
+    #[test]
+    fn builds_are_deterministic() {
+        let store = store_with(400, 6, Metric::Cosine);
+        let (a, b) = (build(&store, 6), build(&store, 6));
+        assert_eq!(a.links0, b.links0);
+        assert_eq!(a.upper, b.upper);
+        let q = store.prepare(store.row(5));
+        assert_eq!(
+            a.search(&store, &q.values, 10, 32, None),
+            b.search(&store, &q.values, 10, 32, None)
+        );
+    }
+
+    #[test]
+    fn search_finds_an_inserted_vector_first_and_respects_allow() {
+        let store = store_with(500, 12, Metric::Euclidean);
+        let g = build(&store, 8);
+        for slot in (0..500u32).step_by(37) {
+            let q = store.prepare(store.row(slot));
+            assert_eq!(g.search(&store, &q.values, 5, 32, None)[0], slot);
+            let odd = |s: u32| s % 2 == 1;
+            let got = g.search(&store, &q.values, 5, 32, Some(&odd));
+            assert!(got.iter().all(|s| s % 2 == 1));
+            assert_eq!(got.len(), 5);
+        }
     }
 }
