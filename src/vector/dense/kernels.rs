@@ -286,6 +286,21 @@ pub(crate) fn prefetch(data: &[f32], index: usize) {
     let _ = (data, index);
 }
 
+/// Prefetches the cache line holding `data[index]` (a hint; out-of-range indices are ignored).
+#[inline(always)]
+pub(crate) fn prefetch_u32(data: &[u32], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if index < data.len() {
+        // SAFETY: as in `prefetch`: in-bounds pointer, prefetch never faults, SSE is baseline.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(index).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, index);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

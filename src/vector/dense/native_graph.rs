@@ -12,7 +12,7 @@
 //! from a seeded generator, so a build is deterministic given its inputs.
 
 use super::graph::{AnnGraph, dot_distance};
-use super::kernels::prefetch;
+use super::kernels::{prefetch, prefetch_u32};
 use super::store::Store;
 use crate::vector::Metric;
 use parking_lot::Mutex;
@@ -176,6 +176,17 @@ impl NativeGraph {
         words[start + 1..start + 1 + neighbours.len()].copy_from_slice(neighbours);
     }
 
+    #[inline]
+    fn prefetch_links(&self, slot: u32, level: u8) {
+        if level == 0 {
+            let words: &[u32] = &self.links0;
+            let start = slot as usize * (1 + self.m0);
+            if let Some(w) = words.get(start..) {
+                prefetch_u32(w, 0);
+            }
+        }
+    }
+
     /// Distance from a prepared query to `slot`'s stored row.
     #[inline]
     fn dist_query(store: &Store, query: &[f32], slot: u32) -> f32 {
@@ -266,13 +277,16 @@ impl NativeGraph {
                     fresh.push(n);
                 }
             }
+            // The next frontier node's neighbour list will be read right after this loop.
+            if let Some(std::cmp::Reverse(next)) = scratch.candidates.peek() {
+                self.prefetch_links(next.slot, level);
+            }
             if let Some(&first) = fresh.first() {
-                prefetch(data, first as usize * dim);
+                prefetch_row(data, first as usize * dim, dim);
             }
             for (i, &n) in fresh.iter().enumerate() {
                 if let Some(&next) = fresh.get(i + 1) {
-                    prefetch(data, next as usize * dim);
-                    prefetch(data, next as usize * dim + 16);
+                    prefetch_row(data, next as usize * dim, dim);
                 }
                 let d = Self::dist_query(store, query, n);
                 let full = scratch.results.len() >= ef;
@@ -447,6 +461,18 @@ impl AnnGraph for NativeGraph {
                 .iter()
                 .map(|s| s.marks.capacity() * 2)
                 .sum::<usize>()
+    }
+}
+
+/// Prefetches a whole row, one cache line (16 floats) at a time: a 384-d row is 24 lines, and
+/// the hardware prefetcher alone left the first FMAs of each row waiting on memory (perf:
+/// ~40% of `dot_avx2` samples on the loads).
+#[inline(always)]
+fn prefetch_row(data: &[f32], start: usize, dim: usize) {
+    let mut offset = 0;
+    while offset < dim {
+        prefetch(data, start + offset);
+        offset += 16;
     }
 }
 
