@@ -7,8 +7,10 @@
 //! - `kernels` — dot / squared-L2 kernels, portable (auto-vectorised, 16 lanes) and AVX2+FMA
 //!   (32 lanes) picked at run time; the only `unsafe` of the engine.
 //! - `exact` — the exact scan (block row kernels, or predicate-first when filtered).
-//! - `graph` — the seam: `insert(slot)`, `search(query, k, ef, allow)`; `hnsw_rs_graph` is
-//!   hnsw_rs behind it.
+//! - `graph` — the seam: `insert(slot)`, `search(query, k, ef, allow)`. Behind it
+//!   `native_graph` (the default: flat `u32` neighbour arrays, reads the store's rows in place,
+//!   pooled visited set, row prefetch) and `hnsw_rs_graph` (hnsw_rs 0.3.5, cargo feature
+//!   `hnsw-rs`, [`GraphBackend::HnswRs`]). Both pass the same oracle tests (`tests/dense_*.rs`).
 //!
 //! Up to [`DenseConfig::exact_threshold`] live vectors a namespace has no graph and every
 //! search is an exact scan. Above it, searches go to the graph, then are rescored with the
