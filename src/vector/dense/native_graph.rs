@@ -11,10 +11,9 @@
 //! neighbour kept so far), both on insert and when a full neighbour list is pruned. Levels come
 //! from a seeded generator, so a build is deterministic given its inputs.
 
-use super::graph::{AnnGraph, dot_distance};
+use super::graph::{AnnGraph, distance};
 use super::kernels::{prefetch, prefetch_u32};
 use super::store::Store;
-use crate::vector::Metric;
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -190,29 +189,26 @@ impl NativeGraph {
     /// Distance from a prepared query to `slot`'s stored row.
     #[inline]
     fn dist_query(store: &Store, query: &[f32], slot: u32) -> f32 {
-        let kernels = store.kernels();
-        let row = store.row(slot);
-        let d = match store.metric() {
-            Metric::Cosine => (1.0 - (kernels.dot)(query, row) * store.inv_norm(slot)).max(0.0),
-            Metric::Euclidean => (kernels.l2sq)(query, row),
-            Metric::DotProduct => dot_distance((kernels.dot)(query, row)),
-        };
-        if d.is_nan() { f32::INFINITY } else { d }
+        distance(
+            store.metric(),
+            &store.kernels(),
+            query,
+            store.row(slot),
+            store.inv_norm(slot),
+        )
     }
 
     /// Distance between two stored slots.
     #[inline]
     fn dist_nodes(store: &Store, a: u32, b: u32) -> f32 {
-        let kernels = store.kernels();
-        let (ra, rb) = (store.row(a), store.row(b));
-        let d = match store.metric() {
-            Metric::Cosine => {
-                (1.0 - (kernels.dot)(ra, rb) * store.inv_norm(a) * store.inv_norm(b)).max(0.0)
-            }
-            Metric::Euclidean => (kernels.l2sq)(ra, rb),
-            Metric::DotProduct => dot_distance((kernels.dot)(ra, rb)),
-        };
-        if d.is_nan() { f32::INFINITY } else { d }
+        let inv = store.inv_norm(a) * store.inv_norm(b);
+        distance(
+            store.metric(),
+            &store.kernels(),
+            store.row(a),
+            store.row(b),
+            inv,
+        )
     }
 
     /// Greedy descent through the layers above `down_to`, from the entry point.
@@ -479,6 +475,7 @@ fn prefetch_row(data: &[f32], start: usize, dim: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vector::Metric;
     use crate::vector::dense::kernels::Kernels;
 
     fn store_with(n: usize, dim: usize, metric: Metric) -> Store {
