@@ -5,9 +5,9 @@
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented pub fn
 
-use criterion::{BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, black_box, criterion_group, criterion_main};
 use flowvec::vector::Metric;
-use flowvec::vector::dense::{DenseConfig, DenseIndex, bench_dot_kernel};
+use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend, bench_dot_kernel};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -80,19 +80,32 @@ fn query(c: &mut Criterion) {
     g.finish();
 }
 
+/// Insert throughput: building an index of 1,000 vectors from empty, per vector. (A bench that
+/// keeps inserting into one index would grow it without bound over criterion's iterations.)
 fn insert(c: &mut Criterion) {
-    let data = clustered(3_000, 4);
-    let pool = clustered(4_096, 5);
+    let data = clustered(1_000, 4);
     let mut g = c.benchmark_group("insert_384d");
-    for graph in [false, true] {
-        let mut index = build(&data, graph);
-        let mut id = data.len() as u32;
-        g.bench_function(if graph { "graph" } else { "exact" }, |b| {
+    g.throughput(Throughput::Elements(data.len() as u64));
+    g.sample_size(10);
+    for (name, graph, backend) in [
+        ("exact", false, GraphBackend::Native),
+        ("graph_native", true, GraphBackend::Native),
+        ("graph_hnsw_rs", true, GraphBackend::HnswRs),
+    ] {
+        if backend == GraphBackend::HnswRs && !cfg!(feature = "hnsw-rs") {
+            continue;
+        }
+        g.bench_function(name, |b| {
             b.iter(|| {
+                let threshold = if graph { 0 } else { usize::MAX };
+                let config = DenseConfig::new(DIM, Metric::Cosine)
+                    .with_exact_threshold(threshold)
+                    .with_backend(backend);
+                let mut index = DenseIndex::new(config).expect("valid config");
+                for (id, v) in data.iter().enumerate() {
+                    index.insert(id as u32, v).expect("valid vector");
+                }
                 index
-                    .insert(id, &pool[id as usize % pool.len()])
-                    .expect("valid");
-                id += 1;
             })
         });
     }

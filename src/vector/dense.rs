@@ -361,6 +361,12 @@ mod tests {
     }
 
     #[test]
+    fn index_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<DenseIndex>();
+    }
+
+    #[test]
     fn vectors_come_back_bit_exact_for_cosine() {
         let mut ix = index(Metric::Cosine, 10);
         let v = [0.1f32, 0.7, -0.3];
