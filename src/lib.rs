@@ -19,3 +19,8 @@
 pub mod flow;
 pub mod management;
 pub mod vector;
+
+/// The README's code blocks, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
