@@ -317,6 +317,55 @@ fn hybrid_dbsf_normalises_each_list_by_three_sigma() {
     assert_close(&pairs(&hits), &want);
 }
 
+/// A hand-checked case where the two fusions disagree on the winner.
+///
+/// Dense (euclidean from the origin, `1 / (1 + x²)`): a 1, d 1/2, c 1/10, b 1/17.
+/// Sparse (inner product with `{1: 1}`): b 8, d 2, c 1; a shares no index.
+/// RRF rewards d for ranking second twice; DBSF rewards b's outlying sparse score.
+#[test]
+fn hybrid_rrf_and_dbsf_rank_differently_with_exact_scores() {
+    let idx = index(IndexConfig::hybrid(2, Metric::Euclidean));
+    idx.upsert(
+        "",
+        vec![
+            hybrid("a", &[0.0, 0.0], sv(&[9], &[1.0])),
+            hybrid("b", &[4.0, 0.0], sv(&[1], &[8.0])),
+            hybrid("c", &[3.0, 0.0], sv(&[1], &[1.0])),
+            hybrid("d", &[1.0, 0.0], sv(&[1], &[2.0])),
+        ],
+    )
+    .unwrap();
+    let mut q = Query::dense(vec![0.0, 0.0], 4);
+    q.sparse_vector = Some(sv(&[1], &[1.0]));
+
+    // RRF: d = 1/62 + 1/62, b = 1/64 + 1/61, c = 1/63 + 1/63, a = 1/61.
+    let rrf = idx.query("", &q).unwrap();
+    assert_close(
+        &pairs(&rrf),
+        &[
+            ("d", 0.032_258_064_516_129),
+            ("b", 0.032_018_442_622_950_82),
+            ("c", 0.031_746_031_746_031_74),
+            ("a", 0.016_393_442_622_950_82),
+        ],
+    );
+
+    // DBSF: each list mapped by (s - (mean - 3 sd)) / (6 sd), sample sd, then summed.
+    // Dense list [1, 1/2, 1/10, 1/17]: mean 0.41471, sd 0.43800.
+    // Sparse list [8, 2, 1]: mean 11/3, sd 3.78594.
+    q.fusion_algorithm = FusionAlgorithm::Dbsf;
+    let dbsf = idx.query("", &q).unwrap();
+    assert_close(
+        &pairs(&dbsf),
+        &[
+            ("b", 1.055_345_408_113_721),
+            ("d", 0.959_084_873_724_501_8),
+            ("c", 0.762_855_899_733_876_6),
+            ("a", 0.722_713_818_427_900_5),
+        ],
+    );
+}
+
 #[test]
 fn hybrid_with_one_part_returns_that_parts_scores() {
     let (idx, _) = fusion_fixture();
