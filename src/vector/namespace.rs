@@ -8,14 +8,14 @@
 
 use crate::vector::dense::{DenseConfig, DenseIndex};
 use crate::vector::filter::Filter;
-use crate::vector::filtering::NO_METADATA;
+use crate::vector::filtering::{self, NO_METADATA, Selection};
 use crate::vector::fusion::{dbsf, rrf};
 use crate::vector::merge_patch::merge_patch;
 use crate::vector::sparse::{SparseIndex, Weighting};
 use crate::vector::validate::{Checked, Validator};
 use crate::vector::{
     FetchResult, FusionAlgorithm, IndexConfig, MetadataUpdateMode, QueryResult, SparseVector,
-    VectorError,
+    ValueIndex, VectorError,
 };
 use serde_json::Value;
 use std::cmp::Ordering;
@@ -67,6 +67,8 @@ pub(crate) struct Namespace {
     dense_config: Option<DenseConfig>,
     dense: Option<DenseIndex>,
     sparse: Option<SparseIndex>,
+    /// Every record's top-level metadata values, for filtered search and delete by filter.
+    values: ValueIndex,
     /// Set when the namespace was removed from the index; writers that raced with the removal
     /// look it up again.
     pub(crate) deleted: bool,
@@ -86,6 +88,7 @@ impl Namespace {
             dense_config,
             dense,
             sparse: config.kind.has_sparse().then(SparseIndex::new),
+            values: ValueIndex::new(),
             deleted: false,
         })
     }
@@ -115,6 +118,15 @@ impl Namespace {
         }
         if let (Some(engine), Some(s)) = (self.sparse.as_mut(), record.sparse.as_ref()) {
             engine.insert(slot, &s.indices, &s.values);
+        }
+        if let Some(Some(Slot {
+            metadata: Some(m), ..
+        })) = existing.and_then(|s| self.slots.get(s as usize))
+        {
+            self.values.remove(slot, m);
+        }
+        if let Some(m) = &record.metadata {
+            self.values.insert(slot, m);
         }
         let id: Arc<str> = match existing {
             Some(_) => self
@@ -173,6 +185,10 @@ impl Namespace {
         }
         if let Some(Some(record)) = self.slots.get_mut(slot as usize) {
             if let Some((m, size)) = metadata {
+                if let Some(old) = &record.metadata {
+                    self.values.remove(slot, old);
+                }
+                self.values.insert(slot, &m);
                 record.metadata = Some(m);
                 record.metadata_bytes = size;
             }
@@ -194,6 +210,12 @@ impl Namespace {
         if let Some(engine) = self.sparse.as_mut() {
             engine.remove(slot);
         }
+        if let Some(Some(Slot {
+            metadata: Some(m), ..
+        })) = self.slots.get(slot as usize)
+        {
+            self.values.remove(slot, m);
+        }
         self.slots[slot as usize] = None;
         self.free.push(slot);
         true
@@ -209,14 +231,25 @@ impl Namespace {
     }
 
     /// Removes every record whose metadata matches `filter`; how many.
+    /// Candidates come from the value index when it can name them (each verified with
+    /// [`Filter::matches`]), else every record is tested.
     pub(crate) fn remove_matching(&mut self, filter: &Filter) -> usize {
-        let doomed: Vec<Arc<str>> = self
-            .slots
-            .iter()
-            .flatten()
-            .filter(|s| filter.matches(s.metadata.as_ref().unwrap_or(&NO_METADATA)))
-            .map(|s| s.id.clone())
-            .collect();
+        let matching = |s: &&Slot| filter.matches(s.metadata.as_ref().unwrap_or(&NO_METADATA));
+        let doomed: Vec<Arc<str>> = match self.values.candidates(filter) {
+            Some(candidates) => candidates
+                .into_iter()
+                .filter_map(|slot| self.slot(slot))
+                .filter(matching)
+                .map(|s| s.id.clone())
+                .collect(),
+            None => self
+                .slots
+                .iter()
+                .flatten()
+                .filter(matching)
+                .map(|s| s.id.clone())
+                .collect(),
+        };
         doomed.iter().filter(|id| self.remove(id)).count()
     }
 
@@ -242,6 +275,7 @@ impl Namespace {
         self.ids.clear();
         self.slots.clear();
         self.free.clear();
+        self.values.clear();
     }
 
     fn slot(&self, slot: u32) -> Option<&Slot> {
@@ -310,15 +344,31 @@ impl Namespace {
     /// records the filter allows, ties by string id; both lists fused when there are two.
     pub(crate) fn search(&self, plan: &Plan) -> Result<Vec<QueryResult>, VectorError> {
         let tie = |a: u32, b: u32| -> Ordering { self.id_of(a).cmp(self.id_of(b)) };
-        let allow_fn = |slot: u32| {
+        let selection = filtering::select(
+            plan.filter.as_ref(),
+            &self.values,
+            self.len(),
+            self.slots.len(),
+            |slot| self.slot(slot).map(|s| s.metadata.as_ref().unwrap_or(&NO_METADATA)),
+        );
+        let by_filter = |slot: u32| {
             plan.filter
                 .as_ref()
                 .is_none_or(|f| f.matches(self.metadata_of(slot)))
         };
-        let allow: Option<&dyn Fn(u32) -> bool> = plan.filter.as_ref().map(|_| &allow_fn as _);
+        let by_bits = |slot: u32| match &selection {
+            Selection::Matches { bits, .. } => filtering::bit(bits, slot),
+            _ => true,
+        };
+        let allow: Option<&dyn Fn(u32) -> bool> = match &selection {
+            Selection::All => None,
+            Selection::Matches { .. } => Some(&by_bits),
+            Selection::Predicate(_) => Some(&by_filter),
+        };
         let dense_hits = match (&plan.dense, &self.dense) {
             (Some(q), Some(engine)) => {
-                Some(engine.search(q, plan.top_k, Some(plan.ef), allow, Some(&tie))?)
+                let hits = engine.search(q, plan.top_k, Some(plan.ef), allow, Some(&tie))?;
+                Some(self.never_short(engine, q, plan.top_k, hits, &selection, &tie))
             }
             _ => None,
         };
@@ -367,10 +417,48 @@ impl Namespace {
             .collect())
     }
 
+    /// `hits` when it holds `min(top_k, matching records)` results (the engines' promise),
+    /// else the exact filtered top-k over the matching slots: a filtered query is never short.
+    fn never_short(
+        &self,
+        engine: &DenseIndex,
+        query: &[f32],
+        top_k: usize,
+        hits: Vec<(u32, f32)>,
+        selection: &Selection<'_>,
+        tie: &dyn Fn(u32, u32) -> Ordering,
+    ) -> Vec<(u32, f32)> {
+        if hits.len() >= top_k {
+            return hits;
+        }
+        let live = self.ids.values().copied();
+        match selection {
+            Selection::All if hits.len() < engine.len().min(top_k) => {
+                filtering::exact_dense(engine, query, top_k, live, tie)
+            }
+            Selection::Matches { bits, count } if hits.len() < (*count).min(top_k) => {
+                let matching = live.filter(|&s| filtering::bit(bits, s));
+                filtering::exact_dense(engine, query, top_k, matching, tie)
+            }
+            Selection::Predicate(filter) => {
+                let matching: Vec<u32> = live
+                    .filter(|&s| filter.matches(self.metadata_of(s)))
+                    .collect();
+                if hits.len() < matching.len().min(top_k) {
+                    filtering::exact_dense(engine, query, top_k, matching.into_iter(), tie)
+                } else {
+                    hits
+                }
+            }
+            _ => hits,
+        }
+    }
+
     /// Approximate heap bytes: engines plus records.
     pub(crate) fn memory_bytes(&self) -> usize {
         let engines = self.dense.as_ref().map_or(0, DenseIndex::memory_bytes)
-            + self.sparse.as_ref().map_or(0, SparseIndex::memory_bytes);
+            + self.sparse.as_ref().map_or(0, SparseIndex::memory_bytes)
+            + self.values.memory_bytes();
         let records: usize = self
             .slots
             .iter()
