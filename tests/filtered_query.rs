@@ -298,7 +298,10 @@ fn filtered_queries_follow_updates_and_deletes() {
     // A re-upsert without metadata leaves the value index too.
     let i = in_42[20];
     index
-        .upsert("", vec![Vector::dense(format!("{i:05}"), data.dense[i].clone())])
+        .upsert(
+            "",
+            vec![Vector::dense(format!("{i:05}"), data.dense[i].clone())],
+        )
         .unwrap();
     assert_eq!(index.query("", &q).unwrap().len(), want.len() - 1);
     index.reset("");
@@ -331,7 +334,11 @@ fn delete_by_filter_removes_exactly_the_matching_records() {
             .iter()
             .filter(|id| filter.matches(&data.metadata[id.parse::<usize>().unwrap()]))
             .count();
-        assert_eq!(index.delete("", Delete::filter(text)).unwrap(), doomed, "{text}");
+        assert_eq!(
+            index.delete("", Delete::filter(text)).unwrap(),
+            doomed,
+            "{text}"
+        );
         left -= doomed;
         let survivors = index.query(
             "",

@@ -349,7 +349,10 @@ impl Namespace {
             &self.values,
             self.len(),
             self.slots.len(),
-            |slot| self.slot(slot).map(|s| s.metadata.as_ref().unwrap_or(&NO_METADATA)),
+            |slot| {
+                self.slot(slot)
+                    .map(|s| s.metadata.as_ref().unwrap_or(&NO_METADATA))
+            },
         );
         let by_filter = |slot: u32| {
             plan.filter
