@@ -156,12 +156,14 @@ struct FieldIndex {
 /// index.insert(0, &json!({"genre": "drama", "year": 1999}));
 /// index.insert(1, &json!({"genre": "noir", "year": 2005}));
 /// index.insert(2, &json!({"genre": "drama", "year": 2011}));
-/// let filter = Filter::parse("genre = 'drama' AND year > 2000")?;
-/// // A superset of the matches (slot 0 is a drama but from 1999); `matches` decides.
-/// let candidates = index.candidates(&filter).expect("genre is indexed");
-/// assert!(candidates.contains(&2) && !candidates.contains(&1));
+/// // The narrowest constraint wins: `genre = 'drama'` names 2 slots, `year > 2008` one.
+/// let filter = Filter::parse("genre = 'drama' AND year > 2008")?;
+/// assert_eq!(index.candidates(&filter), Some(vec![2]));
+/// // A superset of the matches (slot 0 is a drama from 1999); `matches` decides.
+/// let dramas = Filter::parse("genre = 'drama' AND year > 2000")?;
+/// assert_eq!(index.candidates(&dramas), Some(vec![0, 2]));
 /// index.remove(2, &json!({"genre": "drama", "year": 2011}));
-/// assert!(!index.candidates(&filter).unwrap().contains(&2));
+/// assert_eq!(index.candidates(&filter), Some(vec![]));
 /// # Ok::<(), flowvec::vector::filter::FilterError>(())
 /// ```
 #[derive(Debug, Default)]
@@ -302,7 +304,7 @@ impl ValueIndex {
                     break;
                 }
             }
-            if within {
+            if within && best.as_ref().is_none_or(|(_, n)| total < *n) {
                 best = Some((lists, total));
             }
         }
