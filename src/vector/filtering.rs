@@ -59,6 +59,31 @@ pub(crate) const COLLECT_SHARE_PER_1024: usize = 160;
 /// Fewest candidates always collected, whatever the namespace size.
 pub(crate) const COLLECT_FLOOR: usize = 2048;
 
+/// Slots sampled to estimate the share a filter matches when the value index cannot say.
+pub(crate) const SAMPLE: usize = 256;
+
+/// Widened `k` of the second post-filtered graph search, when the first came back short.
+pub(crate) const POST_FILTER_RETRY_K: usize = 1024;
+
+/// Largest widened `k` of a post-filtered graph search (see [`post_filter_k`]).
+pub(crate) const POST_FILTER_MAX_K: usize = 256;
+
+/// For a filter matching `share` of the records: the number of unfiltered graph results to
+/// ask for so that about 1.5 × `top_k` of them match, or `None` when that is more than
+/// [`POST_FILTER_MAX_K`] (a narrower filter goes to the engine's filtered search, which scans
+/// exactly when the matches are few). With `top_k` 10 that is filters matching 6.3% or more.
+///
+/// Measured (`examples/filter_bench.rs`, minilm-text, 43,000 × 384-d, native graph, 500
+/// queries, unfiltered 1394 QPS), QPS and recall@10 of the engine's filtered graph search
+/// before post-filtering: 55% 267 QPS / 0.977, 50% 308 / 0.998, 9.7% 101 / 0.987.
+pub(crate) fn post_filter_k(top_k: usize, share: f64) -> Option<usize> {
+    if share <= 0.0 {
+        return None;
+    }
+    let wide = (1.5 * top_k as f64 / share).ceil() + 8.0;
+    (wide <= POST_FILTER_MAX_K as f64).then_some(wide as usize)
+}
+
 /// How a query's filter restricts what the engines may return.
 pub(crate) enum Selection<'f> {
     /// No filter: everything.
@@ -156,4 +181,18 @@ fn dense_score(metric: Metric, q: &[f32], q_norm: f32, v: &[f32]) -> f32 {
             ((1.0 + dot) / 2.0).clamp(0.0, 1.0)
         }
     }
+}
+
+/// The set bits, ascending.
+pub(crate) fn set_bits(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    bits.iter().enumerate().flat_map(|(w, &word)| {
+        let mut rest = word;
+        std::iter::from_fn(move || {
+            (rest != 0).then(|| {
+                let b = rest.trailing_zeros();
+                rest &= rest - 1;
+                (w * 64) as u32 + b
+            })
+        })
+    })
 }

@@ -242,70 +242,75 @@ impl ValueIndex {
         }
     }
 
-    /// The posting lists whose union holds every slot satisfying `constraint`, or `None`
-    /// when the index cannot answer it (nested path, unknown field of a saturated index).
-    fn lists<'a>(&'a self, constraint: &Constraint<'_>) -> Option<Vec<&'a [u32]>> {
+    /// The posting lists whose union holds every slot satisfying `constraint`, with their
+    /// total length: `None` when the index cannot answer it (nested path, unknown field of a
+    /// saturated index), `Some(None)` when the total passes `bound` (counting stops there, so
+    /// a wide range costs little).
+    #[allow(clippy::option_option)]
+    fn lists<'a>(
+        &'a self,
+        constraint: &Constraint<'_>,
+        bound: usize,
+    ) -> Option<Option<(Vec<&'a [u32]>, usize)>> {
         let [Segment::Field(name)] = constraint.path().segments() else {
             return None;
         };
         let Some(field) = self.fields.get(&**name) else {
-            return (!self.saturated).then(Vec::new);
+            return (!self.saturated).then_some(Some((Vec::new(), 0)));
         };
         let mut out = vec![field.overflow.0.as_slice()];
-        match constraint {
+        let mut total = field.overflow.0.len();
+        let mut push = |list: &'a [u32]| {
+            total += list.len();
+            out.push(list);
+            total <= bound
+        };
+        let within = match constraint {
             Constraint::OneOf { values, .. } => {
+                let mut lists = Vec::new();
                 for v in values {
-                    field.scalars.equal(v, &mut out);
+                    field.scalars.equal(v, &mut lists);
                 }
+                lists.into_iter().all(&mut push)
             }
-            Constraint::Element { value, .. } => field.elements.equal(value, &mut out),
+            Constraint::Element { value, .. } => {
+                let mut lists = Vec::new();
+                field.elements.equal(value, &mut lists);
+                lists.into_iter().all(&mut push)
+            }
             Constraint::Range { lower, upper, .. } => {
                 let widen = |b: &Bound<&Number>| match b {
                     Bound::Unbounded => Bound::Unbounded,
                     Bound::Included(n) | Bound::Excluded(n) => Bound::Included(number_key(n)),
                 };
                 let (lo, hi) = (widen(lower), widen(upper));
-                if let (Bound::Included(l), Bound::Included(h)) = (&lo, &hi) {
-                    if l > h {
-                        return Some(out);
-                    }
-                }
-                out.extend(field.scalars.numbers.range((lo, hi)).map(|(_, p)| &*p.0));
+                let empty = matches!((&lo, &hi), (Bound::Included(l), Bound::Included(h)) if l > h);
+                empty
+                    || field
+                        .scalars
+                        .numbers
+                        .range((lo, hi))
+                        .all(|(_, p)| push(&p.0))
             }
-            Constraint::Prefix { prefix, .. } => out.extend(
-                field
-                    .scalars
-                    .strings
-                    .range::<str, _>((Bound::Included(*prefix), Bound::Unbounded))
-                    .take_while(|(k, _)| k.starts_with(prefix))
-                    .map(|(_, p)| &*p.0),
-            ),
-        }
-        Some(out)
+            Constraint::Prefix { prefix, .. } => field
+                .scalars
+                .strings
+                .range::<str, _>((Bound::Included(*prefix), Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .all(|(_, p)| push(&p.0)),
+        };
+        Some((within && total <= bound).then_some((out, total)))
     }
 
     /// The most selective constraint's posting lists, if their total length is at most
     /// `limit`: `(lists, total)`. `None` when no constraint is answerable within `limit`.
-    /// Stops counting a constraint as soon as it passes the best so far, so a wide range
-    /// costs little.
     fn narrowest<'a>(&'a self, filter: &Filter, limit: usize) -> Option<(Vec<&'a [u32]>, usize)> {
         let mut best: Option<(Vec<&'a [u32]>, usize)> = None;
         for constraint in filter.constraints() {
-            let Some(lists) = self.lists(&constraint) else {
-                continue;
-            };
-            let bound = best.as_ref().map_or(limit, |(_, n)| (*n).min(limit));
-            let mut total = 0usize;
-            let mut within = true;
-            for l in &lists {
-                total += l.len();
-                if total > bound {
-                    within = false;
-                    break;
-                }
-            }
-            if within && best.as_ref().is_none_or(|(_, n)| total < *n) {
-                best = Some((lists, total));
+            // Ties keep the earlier constraint.
+            let bound = best.as_ref().map_or(limit, |(_, n)| n.saturating_sub(1));
+            if let Some(Some(found)) = self.lists(&constraint, bound) {
+                best = Some(found);
             }
         }
         best
