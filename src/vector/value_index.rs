@@ -36,6 +36,9 @@ pub const MAX_ARRAY_ELEMENTS: usize = 64;
 
 type NumKey = OrderedFloat<f64>;
 
+/// Posting lists whose union is a candidate set, and their total length.
+type Lists<'a> = (Vec<&'a [u32]>, usize);
+
 /// A sorted, duplicate-free list of slots.
 #[derive(Debug, Default, Clone)]
 struct Postings(Vec<u32>);
@@ -246,12 +249,7 @@ impl ValueIndex {
     /// total length: `None` when the index cannot answer it (nested path, unknown field of a
     /// saturated index), `Some(None)` when the total passes `bound` (counting stops there, so
     /// a wide range costs little).
-    #[allow(clippy::option_option)]
-    fn lists<'a>(
-        &'a self,
-        constraint: &Constraint<'_>,
-        bound: usize,
-    ) -> Option<Option<(Vec<&'a [u32]>, usize)>> {
+    fn lists<'a>(&'a self, constraint: &Constraint<'_>, bound: usize) -> Option<Option<Lists<'a>>> {
         let [Segment::Field(name)] = constraint.path().segments() else {
             return None;
         };
@@ -304,8 +302,8 @@ impl ValueIndex {
 
     /// The most selective constraint's posting lists, if their total length is at most
     /// `limit`: `(lists, total)`. `None` when no constraint is answerable within `limit`.
-    fn narrowest<'a>(&'a self, filter: &Filter, limit: usize) -> Option<(Vec<&'a [u32]>, usize)> {
-        let mut best: Option<(Vec<&'a [u32]>, usize)> = None;
+    fn narrowest<'a>(&'a self, filter: &Filter, limit: usize) -> Option<Lists<'a>> {
+        let mut best: Option<Lists<'a>> = None;
         for constraint in filter.constraints() {
             // Ties keep the earlier constraint.
             let bound = best.as_ref().map_or(limit, |(_, n)| n.saturating_sub(1));
