@@ -10,12 +10,13 @@
 //!    exact set of matching slots as a bitmap ([`Selection::Matches`]), so the engines' `allow`
 //!    is a bit test and the number of matches is known. Otherwise ([`Selection::Predicate`])
 //!    the filter itself is the `allow`, evaluated only on the records an engine visits.
-//! 3. The dense engine samples `allow` and, when the matches are few (below its exact
-//!    threshold), scans exactly over them instead of walking the graph; a graph search that
-//!    comes back with fewer than `k` falls back to that scan. The sparse engine is exact.
-//!    [`Namespace::search`](super::namespace::Namespace) checks the count once more: a dense
-//!    result shorter than `min(topK, matches)` is replaced by [`exact_dense`] over the
-//!    matching slots, so a filtered query is never short whatever the engine does.
+//! 3. Dense, in [`Namespace::search`](super::namespace::Namespace): a predicate filter whose
+//!    sampled share ([`SAMPLE`] slots) makes [`post_filter_k`] small enough post-filters an
+//!    unfiltered graph search (one 8x wider retry); known matches above the engine's exact
+//!    threshold are scanned exactly ([`exact_dense`]); everything else goes to the engine with
+//!    `allow` (it scans exactly when its sample says the matches are few, and falls back to
+//!    that scan when the graph comes back short). A result shorter than `min(topK, matches)`
+//!    is replaced by [`exact_dense`] over the matches. Sparse is exact with `allow`.
 //!
 //! Delete by filter uses the same candidates (all of them, no limit), verified the same way.
 
@@ -49,11 +50,11 @@ pub(crate) fn compile(source: &str) -> Result<Option<Filter>, VectorError> {
 /// minilm-text metadata) but makes `allow` a bit test and lets the dense engine see the
 /// selectivity exactly.
 ///
-/// Measured with `examples/filter_bench.rs --predicate` (minilm-text, 43,000 × 384-d, 200
-/// queries, single thread, PLACEHOLDER exact-scan dense engine; re-measure with the graph):
-/// collected vs predicate-only QPS: 0.1% 4785 vs 40; 1% 1493 vs 39; 2.8% 505 vs 34;
-/// 9.7% 87 vs 22; 50% 13 vs 12, 55% 9 vs 12 (unfiltered 12). Collecting wins clearly up to
-/// ~10% and loses past ~50%; 160/1024 (15.6%) sits between.
+/// Measured with `examples/filter_bench.rs --predicate` (minilm-text, 43,000 × 384-d, 500
+/// queries, single thread, native graph, unfiltered 1394 QPS), collected vs predicate-only
+/// QPS: 0.1% 5971 vs 49; 1% 3368 vs 35; 2.8% 593 vs 43; 9.7% 101 vs 99; 50% 308 vs 769.
+/// Collecting wins by 10-100x up to a few percent, is even at 10% and loses at 50%;
+/// 160/1024 (15.6%) sits between.
 pub(crate) const COLLECT_SHARE_PER_1024: usize = 160;
 
 /// Fewest candidates always collected, whatever the namespace size.
