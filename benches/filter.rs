@@ -140,11 +140,63 @@ fn glob_worst_case(c: &mut Criterion) {
     });
 }
 
+/// Filtered queries through the record layer: 20,000 generated 32-d records (fixed seed),
+/// top-10, filters matching 50% (predicate, post-filtered graph), 10% and 1% (value index,
+/// collected matches) and none.
+fn filtered_query(c: &mut Criterion) {
+    use flowvec::vector::{Index, IndexConfig, Metric, Query, Vector};
+    const N: usize = 20_000;
+    const DIM: usize = 32;
+    let mut rng = StdRng::seed_from_u64(11);
+    let index = Index::new(IndexConfig::dense(DIM, Metric::Cosine)).expect("valid config");
+    let records: Vec<Vector> = (0..N)
+        .map(|i| {
+            let v: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let h = (i * 7919) % N;
+            Vector::dense(i.to_string(), v)
+                .with_metadata(json!({"cent": h % 100, "half": h % 2 == 0}))
+        })
+        .collect();
+    for chunk in records.chunks(2000) {
+        index.upsert("", chunk.to_vec()).expect("valid records");
+    }
+    let queries: Vec<Vec<f32>> = (0..64)
+        .map(|_| (0..DIM).map(|_| rng.random_range(-1.0..1.0)).collect())
+        .collect();
+    let mut group = c.benchmark_group("filtered_query");
+    for (name, filter) in [
+        ("none", ""),
+        ("50%", "half = true"),
+        ("10%", "cent < 10"),
+        ("1%", "cent = 42"),
+    ] {
+        let mut at = 0;
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| {
+                at = (at + 1) % queries.len();
+                let q = Query {
+                    filter: filter.to_owned(),
+                    ..Query::dense(queries[at].clone(), 10)
+                };
+                black_box(index.query("", &q).expect("valid query"))
+            });
+        });
+    }
+    group.finish();
+}
+
 // `criterion_group!` generates an undocumented `pub fn benches`.
 #[allow(missing_docs)]
 mod group {
     use super::*;
-    criterion_group!(benches, parse, evaluate, hand_written, glob_worst_case);
+    criterion_group!(
+        benches,
+        parse,
+        evaluate,
+        hand_written,
+        glob_worst_case,
+        filtered_query
+    );
 }
 use group::benches;
 criterion_main!(benches);

@@ -29,6 +29,7 @@ mod record;
 pub mod sparse;
 mod topk;
 mod validate;
+mod value_index;
 
 pub use config::{GraphParams, IndexConfig, IndexKind, Limits};
 pub use error::VectorError;
@@ -41,3 +42,4 @@ pub use ops::{
 pub use query::{FusionAlgorithm, Query, QueryMode, QueryResult, WeightingStrategy};
 pub use record::{FetchResult, SparseVector, Vector};
 pub use topk::{TieBreak, TopK};
+pub use value_index::{MAX_ARRAY_ELEMENTS, MAX_FIELDS, MAX_STRING_BYTES, ValueIndex};
