@@ -265,6 +265,55 @@ impl DenseIndex {
         Ok(top.into_sorted_vec())
     }
 
+    /// The `k` nearest vectors to `query` among `ids` (ids not held are skipped), scored
+    /// exactly with the engine's kernels, best first, ties by `tie`.
+    ///
+    /// For a filter whose matches are already known (a value index collected them), this
+    /// scores just those rows in place: no graph walk, no copy of the vectors.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+    /// let mut index = DenseIndex::new(DenseConfig::new(2, Metric::Euclidean)).unwrap();
+    /// for (id, x) in [(1, 0.0), (2, 1.0), (3, 2.0)] {
+    ///     index.insert(id, &[x, 0.0]).unwrap();
+    /// }
+    /// let hits = index.search_among(&[0.0, 0.0], 1, [2, 3, 9], None).unwrap();
+    /// assert_eq!(hits, vec![(2, 0.5)]);
+    /// ```
+    ///
+    /// # Errors
+    /// The query is validated like an inserted vector.
+    pub fn search_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: impl IntoIterator<Item = u32>,
+        tie: Option<TieBreak<'_>>,
+    ) -> Result<Vec<(u32, f32)>, VectorError> {
+        self.validate(query)?;
+        Ok(self.exact_among(query, k, ids, tie))
+    }
+
+    /// [`DenseIndex::search_among`] for a query the caller has already validated.
+    pub(crate) fn exact_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: impl IntoIterator<Item = u32>,
+        tie: Option<TieBreak<'_>>,
+    ) -> Vec<(u32, f32)> {
+        let prepared = self.store.prepare(query);
+        let mut top = TopK::new(k, tie);
+        for id in ids {
+            if let Some(slot) = self.store.slot_of(id) {
+                top.push(id, self.store.score(&prepared, slot));
+            }
+        }
+        top.into_sorted_vec()
+    }
+
     /// Approximate heap bytes held by the index (vectors, ids, norms, graph).
     pub fn memory_bytes(&self) -> usize {
         self.store.memory_bytes()

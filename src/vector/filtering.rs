@@ -22,7 +22,7 @@
 
 use crate::vector::dense::DenseIndex;
 use crate::vector::filter::Filter;
-use crate::vector::{Metric, TieBreak, TopK, ValueIndex, VectorError};
+use crate::vector::{TieBreak, ValueIndex, VectorError};
 use serde_json::Value;
 
 /// `Value::Null`, the metadata a filter sees for a record without metadata.
@@ -141,9 +141,10 @@ pub(crate) fn bit(bits: &[u64], slot: u32) -> bool {
         .is_some_and(|w| w >> (slot % 64) & 1 == 1)
 }
 
-/// The exact filtered top-`k` for a dense query: every slot `allow` accepts among `slots`,
-/// scored with the metric's formula from the vectors as inserted. The record layer's last
-/// resort when an engine returns fewer than `min(k, matches)`.
+/// The exact filtered top-`k` for a dense query: every one of `slots` the engine holds, scored
+/// in place by the engine's own kernels (the same scores its scan and graph give). The record
+/// layer's path for known matches, and its last resort when an engine returns fewer than
+/// `min(k, matches)`.
 pub(crate) fn exact_dense(
     engine: &DenseIndex,
     query: &[f32],
@@ -151,37 +152,7 @@ pub(crate) fn exact_dense(
     slots: impl Iterator<Item = u32>,
     tie: TieBreak<'_>,
 ) -> Vec<(u32, f32)> {
-    let metric = engine.config().metric;
-    let query_norm = norm(query);
-    let mut top = TopK::new(k, Some(tie));
-    for slot in slots {
-        if let Some(v) = engine.vector(slot) {
-            top.push(slot, dense_score(metric, query, query_norm, &v));
-        }
-    }
-    top.into_sorted_vec()
-}
-
-fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt()
-}
-
-/// DESIGN §2.2's dense scores, in `[0, 1]`.
-fn dense_score(metric: Metric, q: &[f32], q_norm: f32, v: &[f32]) -> f32 {
-    match metric {
-        Metric::Cosine => {
-            let dot: f32 = q.iter().zip(v).map(|(a, b)| a * b).sum();
-            ((1.0 + dot / (q_norm * norm(v))) / 2.0).clamp(0.0, 1.0)
-        }
-        Metric::Euclidean => {
-            let d: f32 = q.iter().zip(v).map(|(a, b)| (a - b) * (a - b)).sum();
-            1.0 / (1.0 + d)
-        }
-        Metric::DotProduct => {
-            let dot: f32 = q.iter().zip(v).map(|(a, b)| a * b).sum();
-            ((1.0 + dot) / 2.0).clamp(0.0, 1.0)
-        }
-    }
+    engine.exact_among(query, k, slots, Some(tie))
 }
 
 /// The set bits, ascending.
