@@ -10,7 +10,7 @@ use crate::vector::filtering;
 use crate::vector::namespace::{Change, Include, Namespace, Plan};
 use crate::vector::ops::{DenseIndexInfo, NamespaceInfo, SparseIndexInfo};
 use crate::vector::sparse::Weighting;
-use crate::vector::validate::{Validator, context};
+use crate::vector::validate::{Validator, check_depth, context};
 use crate::vector::{
     Delete, Fetch, FetchResult, IndexConfig, IndexInfo, Metric, Query, QueryMode, QueryResult,
     Range, RangeResult, Update, Vector, VectorError, WeightingStrategy,
@@ -88,6 +88,21 @@ impl Index {
 
     fn get(&self, namespace: &str) -> Option<Arc<RwLock<Namespace>>> {
         self.namespaces.read().get(namespace).cloned()
+    }
+
+    /// Every namespace with its lock, in name order, as of now (snapshots lock them one at a
+    /// time; a namespace removed meanwhile has `deleted` set).
+    pub(crate) fn namespace_handles(&self) -> Vec<(String, Arc<RwLock<Namespace>>)> {
+        self.namespaces
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Creates `namespace` when missing (snapshot load restores empty namespaces too).
+    pub(crate) fn create_namespace(&self, namespace: &str) -> Result<(), VectorError> {
+        self.write(namespace, true, |_| Ok(())).map(|_| ())
     }
 
     /// Runs `f` under `namespace`'s write lock, creating the namespace when `create`; `None`
@@ -193,7 +208,11 @@ impl Index {
         let sparse = sparse_vector
             .map(|s| validator.sparse(s, &ctx))
             .transpose()?;
-        // The object rule is checked now; the size cap once the patch has been applied.
+        // The object rule is checked now; the size cap once the patch has been applied. The
+        // depth cap first, so a deep patch never reaches the recursive merge.
+        if let Some(m) = &metadata {
+            check_depth(m)?;
+        }
         if let Some(m) = metadata.as_ref().filter(|m| !m.is_object()) {
             validator.metadata_size(m)?;
         }
