@@ -16,7 +16,8 @@
 //!             sparse:   count u64 | i32 * count | f32 * count   (sorted by index)
 //!             metadata: binary JSON value (exact: f64 bits and integer kinds kept)
 //!             data:     u64 length + UTF-8
-//! END       (tag 4) namespaces u64 | records u64 | CRC-32 of every byte before END
+//! END       (tag 4) namespaces u64 | records u64 | CRC-32 of every byte before END except
+//!                   the sections' own CRCs (a CRC over bytes and their own CRC is a constant)
 //! ```
 //!
 //! Sections come as CONFIG, then per namespace in name order a NAMESPACE followed by RECORDS

@@ -1,6 +1,7 @@
 //! Sections on the host's `Write` / `Read`: `tag u8 | length u64 | payload | crc32 u32`, the
-//! checksum over tag, length and payload. Both sides keep a running CRC-32 of every byte, which
-//! the end section carries, so a dropped, repeated or reordered section is caught too.
+//! checksum over tag, length and payload. Both sides keep a running CRC-32 of every byte but the
+//! sections' own checksums, which the end section carries, so a dropped, repeated, reordered or
+//! swapped section is caught too.
 
 use super::crc32::Crc32;
 use crate::vector::VectorError;
@@ -33,7 +34,7 @@ impl<W: Write> SectionWriter<W> {
         self.w.write_all(bytes).map_err(|e| io_error(&e))
     }
 
-    /// CRC-32 of every byte written so far.
+    /// CRC-32 of every byte written so far but the sections' own checksums.
     pub(super) fn file_crc(&self) -> u32 {
         self.file_crc.finish()
     }
@@ -48,7 +49,9 @@ impl<W: Write> SectionWriter<W> {
         let crc = crc.finish().to_le_bytes();
         self.raw(&head)?;
         self.raw(payload)?;
-        self.raw(&crc)
+        // Not into the running checksum: a CRC over bytes followed by their own CRC is a
+        // constant, which would make the running checksum blind to every section's content.
+        self.w.write_all(&crc).map_err(|e| io_error(&e))
     }
 
     pub(super) fn flush(&mut self) -> Result<(), VectorError> {
@@ -62,7 +65,7 @@ pub(super) struct Section {
     pub(super) payload: Vec<u8>,
     /// Offset of the section's first byte in the snapshot.
     pub(super) offset: u64,
-    /// CRC-32 of every byte before this section.
+    /// Running CRC-32 of the bytes before this section (sections' own checksums excluded).
     pub(super) crc_before: u32,
 }
 
@@ -83,8 +86,16 @@ impl<R: Read> SectionReader<R> {
         }
     }
 
-    /// Exactly `buf.len()` bytes; running out is [`VectorError::SnapshotTruncated`].
+    /// Exactly `buf.len()` bytes, added to the running checksum; running out is
+    /// [`VectorError::SnapshotTruncated`].
     pub(super) fn raw(&mut self, buf: &mut [u8]) -> Result<(), VectorError> {
+        self.unchecked(buf)?;
+        self.file_crc.update(buf);
+        Ok(())
+    }
+
+    /// Exactly `buf.len()` bytes, not added to the running checksum.
+    fn unchecked(&mut self, buf: &mut [u8]) -> Result<(), VectorError> {
         let mut filled = 0;
         while filled < buf.len() {
             match self.r.read(&mut buf[filled..]) {
@@ -98,7 +109,6 @@ impl<R: Read> SectionReader<R> {
                 Err(e) => return Err(io_error(&e)),
             }
         }
-        self.file_crc.update(buf);
         self.offset += buf.len() as u64;
         Ok(())
     }
@@ -137,7 +147,7 @@ impl<R: Read> SectionReader<R> {
             });
         }
         let mut stored = [0u8; 4];
-        self.raw(&mut stored)?;
+        self.unchecked(&mut stored)?;
         let mut crc = Crc32::new();
         crc.update(&head);
         crc.update(&payload);
