@@ -1101,3 +1101,326 @@ fn overflowing_dense_products_still_score_in_the_unit_interval() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The flow-control engine: header values, keys, ids, time, snapshots.
+
+mod flow_rows {
+    use flowvec::flow::{
+        FlowConfig, FlowControl, FlowError, FlowSnapshot, Limits, MessageId, Pin, Timestamp,
+    };
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    type Engine = FlowControl<String>;
+
+    /// An engine with two keys, one message active and some waiting.
+    fn engine() -> (Engine, MessageId) {
+        let mut fc = Engine::new(FlowConfig::default());
+        let t = Timestamp::from_secs(1_700_000_000);
+        let limits: Limits = "rate=2,period=1m,parallelism=1".parse().unwrap();
+        for i in 0..3 {
+            fc.publish(Some("k"), Some(limits), format!("m{i}"), t)
+                .unwrap();
+        }
+        fc.publish(None, None, "free".into(), t).unwrap();
+        let active = fc.poll_dispatch(t).unwrap().id;
+        (fc, active)
+    }
+
+    fn image(fc: &Engine) -> String {
+        serde_json::to_string(&fc.snapshot()).unwrap()
+    }
+
+    fn parse(value: &str) -> Result<Limits, FlowError> {
+        value.parse()
+    }
+
+    #[test]
+    fn flow_bad_input_table() {
+        let t = Timestamp::from_secs(1_700_000_000);
+        let ok_limits: Limits = "rate=1".parse().unwrap();
+        type Run = Box<dyn Fn(&mut Engine, MessageId) -> Result<(), FlowError>>;
+        let rows: Vec<(&str, Option<fn(&FlowError) -> bool>, Run)> = vec![
+            (
+                "period of 0",
+                Some(|e| {
+                    matches!(
+                        e,
+                        FlowError::InvalidPeriod { .. } | FlowError::InvalidLimitValue { .. }
+                    )
+                }),
+                Box::new(|_, _| parse("rate=1,period=0").map(drop)),
+            ),
+            (
+                "period of 0s",
+                Some(|e| {
+                    matches!(
+                        e,
+                        FlowError::InvalidPeriod { .. } | FlowError::InvalidLimitValue { .. }
+                    )
+                }),
+                Box::new(|_, _| parse("rate=1,period=0s").map(drop)),
+            ),
+            (
+                "period of 10 years",
+                Some(|e| matches!(e, FlowError::InvalidPeriod { .. })),
+                Box::new(|_, _| parse("rate=1,period=3650d").map(drop)),
+            ),
+            (
+                "period of 10 years in seconds",
+                Some(|e| matches!(e, FlowError::InvalidPeriod { .. })),
+                Box::new(|_, _| parse("rate=1,period=315360000").map(drop)),
+            ),
+            (
+                "period overflowing u64",
+                Some(|e| {
+                    matches!(
+                        e,
+                        FlowError::InvalidPeriod { .. } | FlowError::InvalidLimitValue { .. }
+                    )
+                }),
+                Box::new(|_, _| parse("rate=1,period=99999999999999999999999d").map(drop)),
+            ),
+            (
+                "period of exactly 7 days",
+                None,
+                Box::new(|_, _| {
+                    let l = parse("rate=1,period=7d")?;
+                    assert_eq!(l.to_string().parse::<Limits>()?, l);
+                    Ok(())
+                }),
+            ),
+            (
+                "period with an unknown unit",
+                Some(|e| matches!(e, FlowError::InvalidPeriod { .. })),
+                Box::new(|_, _| parse("rate=1,period=10y").map(drop)),
+            ),
+            (
+                "period without rate",
+                Some(|e| matches!(e, FlowError::PeriodWithoutRate { .. })),
+                Box::new(|_, _| parse("period=1m").map(drop)),
+            ),
+            (
+                "rate of 0",
+                Some(|e| matches!(e, FlowError::InvalidLimitValue { .. })),
+                Box::new(|_, _| parse("rate=0").map(drop)),
+            ),
+            (
+                "parallelism of 2^32",
+                Some(|e| matches!(e, FlowError::InvalidLimitValue { .. })),
+                Box::new(|_, _| parse("parallelism=4294967296").map(drop)),
+            ),
+            (
+                "negative rate",
+                Some(|e| matches!(e, FlowError::InvalidLimitValue { .. })),
+                Box::new(|_, _| parse("rate=-1").map(drop)),
+            ),
+            (
+                "empty value",
+                Some(|e| matches!(e, FlowError::EmptyLimits)),
+                Box::new(|_, _| parse("").map(drop)),
+            ),
+            (
+                "repeated limit",
+                Some(|e| matches!(e, FlowError::RepeatedLimit { .. })),
+                Box::new(|_, _| parse("rate=1,RATE=2").map(drop)),
+            ),
+            (
+                "unknown limit",
+                Some(|e| matches!(e, FlowError::UnknownLimit { .. })),
+                Box::new(|_, _| parse("burst=3").map(drop)),
+            ),
+            (
+                "header value of 1 MB",
+                Some(|_| true),
+                Box::new(|_, _| parse(&"rate=1,".repeat(150_000)).map(drop)),
+            ),
+            (
+                "key of 10 KB",
+                Some(|e| matches!(e, FlowError::InvalidKey { .. })),
+                Box::new(move |fc, _| {
+                    fc.publish(Some(&"k".repeat(10 * 1024)), Some(ok_limits), "x".into(), t)
+                        .map(drop)
+                }),
+            ),
+            (
+                "key of exactly 512 bytes",
+                None,
+                Box::new(move |fc, _| {
+                    let key = "é".repeat(256);
+                    fc.publish(Some(&key), Some(ok_limits), "x".into(), t)?;
+                    assert_eq!(fc.key_info(&key, t).map(|i| i.wait_list_size), Some(1));
+                    Ok(())
+                }),
+            ),
+            (
+                "key with a control character",
+                Some(|e| matches!(e, FlowError::InvalidKey { .. })),
+                Box::new(move |fc, _| {
+                    fc.publish(Some("a\nb"), Some(ok_limits), "x".into(), t)
+                        .map(drop)
+                }),
+            ),
+            (
+                "empty key",
+                Some(|e| matches!(e, FlowError::InvalidKey { .. })),
+                Box::new(move |fc, _| {
+                    fc.publish(Some(""), Some(ok_limits), "x".into(), t)
+                        .map(drop)
+                }),
+            ),
+            (
+                "key without limits",
+                Some(|e| matches!(e, FlowError::MissingLimits { .. })),
+                Box::new(move |fc, _| fc.publish(Some("k"), None, "x".into(), t).map(drop)),
+            ),
+            (
+                "limits without key",
+                Some(|e| matches!(e, FlowError::LimitsWithoutKey { .. })),
+                Box::new(move |fc, _| fc.publish(None, Some(ok_limits), "x".into(), t).map(drop)),
+            ),
+            (
+                "pause of a 10 KB key",
+                Some(|e| matches!(e, FlowError::InvalidKey { .. })),
+                Box::new(move |fc, _| fc.pause(&"k".repeat(10 * 1024), t)),
+            ),
+            (
+                "resume of an unknown key",
+                Some(|e| matches!(e, FlowError::UnknownKey { .. })),
+                Box::new(move |fc, _| fc.resume("nobody", t)),
+            ),
+            (
+                "empty pin",
+                Some(|e| matches!(e, FlowError::EmptyPin { .. })),
+                Box::new(move |fc, _| fc.pin("k", Pin::default(), t)),
+            ),
+            (
+                "complete of a waiting message's id",
+                Some(|e| matches!(e, FlowError::NotActive { .. })),
+                Box::new(move |fc, _| {
+                    let id = fc.publish(None, None, "w".into(), t)?;
+                    fc.cancel(id);
+                    fc.complete(id, t).map(drop)
+                }),
+            ),
+            (
+                "complete twice",
+                Some(|e| matches!(e, FlowError::NotActive { .. })),
+                Box::new(move |fc, active| {
+                    // The first completes for real; only the second is the rejected call, so
+                    // compare against the state in between.
+                    fc.complete(active, t)?;
+                    fc.complete(active, t).map(drop)
+                }),
+            ),
+            (
+                "requeue of a forged id",
+                Some(|e| matches!(e, FlowError::NotActive { .. })),
+                Box::new(move |fc, _| fc.requeue("999999-7".parse()?, t)),
+            ),
+            (
+                "message ids that do not parse",
+                Some(|e| matches!(e, FlowError::InvalidMessageId { .. })),
+                Box::new(|_, _| {
+                    for bad in [
+                        "",
+                        "abc",
+                        "1-",
+                        "-1",
+                        "1-2-3",
+                        "18446744073709551616-1",
+                        "1-4294967296",
+                    ] {
+                        assert!(bad.parse::<MessageId>().is_err(), "{bad}");
+                    }
+                    "x-y".parse::<MessageId>().map(drop)
+                }),
+            ),
+            (
+                "time at u64::MAX with a 7-day window",
+                None,
+                Box::new(|fc, _| {
+                    let end = Timestamp::from_millis(u64::MAX - 1);
+                    fc.publish(
+                        Some("late"),
+                        Some(parse("rate=1,period=7d")?),
+                        "x".into(),
+                        end,
+                    )?;
+                    fc.publish(
+                        Some("late"),
+                        Some(parse("rate=1,period=7d")?),
+                        "y".into(),
+                        end,
+                    )?;
+                    let mut n = 0;
+                    while fc.poll_dispatch(end).is_some() {
+                        n += 1;
+                    }
+                    assert!(n >= 1);
+                    let _ = fc.poll_timeout();
+                    fc.handle_timeout(Timestamp::from_millis(u64::MAX));
+                    Ok(())
+                }),
+            ),
+            (
+                "time running backwards",
+                None,
+                Box::new(move |fc, _| {
+                    fc.publish(
+                        Some("k"),
+                        Some(parse("rate=2,period=1m,parallelism=1")?),
+                        "b".into(),
+                        Timestamp::from_millis(0),
+                    )?;
+                    let _ = fc.poll_dispatch(Timestamp::from_millis(0));
+                    assert_eq!(fc.key_info("k", t).map(|i| i.wait_list_size), Some(3));
+                    Ok(())
+                }),
+            ),
+            (
+                "restore of a tampered snapshot",
+                Some(|e| matches!(e, FlowError::InvalidSnapshot { .. })),
+                Box::new(move |fc, _| {
+                    let json = serde_json::to_string(&fc.snapshot()).unwrap();
+                    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+                    doc["keySlots"] = serde_json::json!(u32::MAX);
+                    doc["ready"] = serde_json::json!([4_000_000_000u32, 0, 0]);
+                    let snap: FlowSnapshot<String> = serde_json::from_value(doc).unwrap();
+                    FlowControl::restore(snap, t).map(drop)
+                }),
+            ),
+        ];
+        assert!(rows.len() >= 25);
+        let mut failures = Vec::new();
+        for (name, expect, run) in &rows {
+            let (mut fc, active) = engine();
+            let before = image(&fc);
+            let result = catch_unwind(AssertUnwindSafe(|| run(&mut fc, active)));
+            match (result, expect) {
+                (Err(_), _) => failures.push(format!("{name}: panicked")),
+                (Ok(Err(e)), Some(expected)) => {
+                    if !expected(&e) {
+                        failures.push(format!("{name}: unexpected error {e:?}"));
+                    }
+                    // A rejected call changes nothing (rows that first make a real change
+                    // compare against that change's own effect instead).
+                    if *name != "complete twice"
+                        && *name != "complete of a waiting message's id"
+                        && image(&fc) != before
+                    {
+                        failures.push(format!("{name}: rejected but the engine changed"));
+                    }
+                }
+                (Ok(Err(e)), None) => {
+                    failures.push(format!("{name}: expected an answer, got {e:?}"))
+                }
+                (Ok(Ok(())), Some(_)) => {
+                    failures.push(format!("{name}: expected an error, got an answer"))
+                }
+                (Ok(Ok(())), None) => {}
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
