@@ -1140,7 +1140,8 @@ mod flow_rows {
         let t = Timestamp::from_secs(1_700_000_000);
         let ok_limits: Limits = "rate=1".parse().unwrap();
         type Run = Box<dyn Fn(&mut Engine, MessageId) -> Result<(), FlowError>>;
-        let rows: Vec<(&str, Option<fn(&FlowError) -> bool>, Run)> = vec![
+        type Expect = Option<fn(&FlowError) -> bool>;
+        let rows: Vec<(&str, Expect, Run)> = vec![
             (
                 "period of 0",
                 Some(|e| {
