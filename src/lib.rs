@@ -19,3 +19,9 @@
 pub mod flow;
 pub mod management;
 pub mod vector;
+pub mod wire;
+
+/// The README's code blocks, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

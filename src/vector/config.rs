@@ -1,5 +1,6 @@
 //! An index's kind, metric, graph parameters and limits (DESIGN §2.1).
 
+use crate::vector::dense::DenseConfig;
 use crate::vector::{Metric, VectorError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -58,10 +59,9 @@ impl fmt::Display for IndexKind {
 
 /// Parameters of the dense graph (HNSW).
 ///
-/// `ef_search` is passed to every dense search as its `ef` (raised to `topK` when smaller).
-/// `m` and `ef_construction` are validated here and kept for the graph engine; the current
-/// [`DenseConfig`](crate::vector::dense::DenseConfig) is built with
-/// [`DenseConfig::new`](crate::vector::dense::DenseConfig::new) and does not take them yet.
+/// `ef_search` is passed to every dense search as its `ef` (raised to `topK` when smaller);
+/// `m` and `ef_construction` shape the graph each namespace builds
+/// (see [`IndexConfig::dense_config`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GraphParams {
@@ -151,6 +151,18 @@ pub struct IndexConfig {
 }
 
 impl IndexConfig {
+    /// The dense engine configuration every namespace of this index uses, or `None` for a
+    /// sparse index.
+    #[must_use]
+    pub fn dense_config(&self) -> Option<DenseConfig> {
+        self.kind.has_dense().then(|| {
+            DenseConfig::new(self.dimension, self.metric)
+                .with_m(self.graph.m)
+                .with_ef_construction(self.graph.ef_construction)
+                .with_ef_search(self.graph.ef_search)
+        })
+    }
+
     /// A dense index of `dimension` under `metric`, default graph parameters and limits.
     #[must_use]
     pub fn dense(dimension: usize, metric: Metric) -> Self {

@@ -1,31 +1,79 @@
 //! The dense engine: one namespace's dense vectors and their nearest-neighbour search
-//! (DESIGN §2.3). PLACEHOLDER: an exact scan only; the graph arrives with its own change.
+//! (DESIGN §2.3).
+//!
+//! # Architecture
+//! - `store` — every vector in one contiguous slot-major buffer (as inserted; for cosine
+//!   the inverse norm beside it), slots appended and tombstoned, never reused until compaction.
+//! - `kernels` — dot / squared-L2 kernels, portable (auto-vectorised, 16 lanes) and AVX2+FMA
+//!   (32 lanes) picked at run time; the only `unsafe` of the engine.
+//! - `exact` — the exact scan (block row kernels, or predicate-first when filtered).
+//! - `graph` — the seam: `insert(slot)`, `search(query, k, ef, allow)`. Behind it
+//!   `native_graph` (the default: flat `u32` neighbour arrays, reads the store's rows in place,
+//!   pooled visited set, row prefetch) and `hnsw_rs_graph` (hnsw_rs 0.3.5, cargo feature
+//!   `hnsw-rs`, [`GraphBackend::HnswRs`]). Both pass the same oracle tests (`tests/dense_*.rs`).
+//!
+//! Up to [`DenseConfig::exact_threshold`] live vectors a namespace has no graph and every
+//! search is an exact scan. Above it, searches go to the graph, then are rescored with the
+//! exact kernels (so a record's score does not depend on the path). A filter the sample says is
+//! selective goes straight to an exact scan over the matching vectors, and a graph search that
+//! comes back with fewer than `k` results falls back to that scan, so results are never short.
+//! Removed and replaced vectors are tombstoned in the graph and filtered out at search; when
+//! tombstones pass [`DenseConfig::rebuild_fraction`] of the slots the store is compacted and the
+//! graph rebuilt from the live vectors (amortised: `1 / fraction` graph inserts per removal).
+
+mod config;
+mod exact;
+mod graph;
+#[cfg(feature = "hnsw-rs")]
+mod hnsw_rs_graph;
+mod kernels;
+mod native_graph;
+mod store;
+
+pub use config::{DEFAULT_EXACT_THRESHOLD, DenseConfig, GraphBackend, MAX_EF};
 
 use crate::vector::{Metric, TieBreak, TopK, VectorError};
-use std::collections::HashMap;
+use graph::AnnGraph;
+use kernels::Kernels;
+use store::Store;
 
-/// Parameters of a [`DenseIndex`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct DenseConfig {
-    /// Number of components of every vector.
-    pub dimension: usize,
-    /// How vectors are compared.
-    pub metric: Metric,
-}
+/// Live vectors sampled to estimate how selective a search filter is.
+const FILTER_SAMPLE: usize = 128;
+/// Fewest tombstones that trigger a compaction (so tiny namespaces do not churn).
+const MIN_TOMBSTONES_FOR_REBUILD: usize = 32;
 
 /// One namespace's dense vectors, addressed by internal `u32` ids chosen by the caller.
 ///
 /// Stores each vector once; [`DenseIndex::vector`] gives it back as inserted (for cosine the
-/// norm is kept beside the unit vector).
+/// norm is kept beside it). `search` takes `&self` and may run from many threads at once.
+///
+/// # Examples
+/// ```
+/// use flowvec::vector::Metric;
+/// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+/// let mut index = DenseIndex::new(DenseConfig::new(2, Metric::Cosine))?;
+/// index.insert(1, &[1.0, 0.0])?;
+/// index.insert(2, &[0.0, 1.0])?;
+/// let hits = index.search(&[0.9, 0.1], 1, None, None, None)?;
+/// assert_eq!(hits[0].0, 1);
+/// # Ok::<(), flowvec::vector::VectorError>(())
+/// ```
 pub struct DenseIndex {
     config: DenseConfig,
-    vectors: HashMap<u32, Vec<f32>>,
+    store: Store,
+    graph: Option<Box<dyn AnnGraph>>,
+    /// Slots announced by [`DenseIndex::reserve`], passed on to a graph built later.
+    reserved: usize,
 }
 
-impl DenseConfig {
-    /// A configuration with default search parameters.
-    pub fn new(dimension: usize, metric: Metric) -> Self {
-        DenseConfig { dimension, metric }
+impl std::fmt::Debug for DenseIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DenseIndex")
+            .field("config", &self.config)
+            .field("len", &self.store.len())
+            .field("tombstones", &self.store.dead())
+            .field("graph", &self.graph.is_some())
+            .finish()
     }
 }
 
@@ -33,18 +81,16 @@ impl DenseIndex {
     /// An empty index.
     ///
     /// # Errors
-    /// [`VectorError::InvalidParameter`] for a zero dimension.
+    /// [`VectorError::InvalidParameter`] for a parameter out of range (see
+    /// [`DenseConfig::validate`]).
     pub fn new(config: DenseConfig) -> Result<Self, VectorError> {
-        if config.dimension == 0 {
-            return Err(VectorError::InvalidParameter {
-                name: "dimension",
-                value: "0".into(),
-                expected: "at least 1",
-            });
-        }
+        config.validate()?;
+        let store = Store::new(config.dimension, config.metric, Kernels::detect());
         Ok(DenseIndex {
             config,
-            vectors: HashMap::new(),
+            store,
+            graph: None,
+            reserved: 0,
         })
     }
 
@@ -59,14 +105,43 @@ impl DenseIndex {
     /// Wrong dimension, a non-finite value, or a zero vector under cosine; nothing changes then.
     pub fn insert(&mut self, id: u32, vector: &[f32]) -> Result<(), VectorError> {
         self.validate(vector)?;
-        self.vectors.insert(id, vector.to_vec());
+        let replaced = self.store.slot_of(id).is_some();
+        let slot = self.store.push(id, vector);
+        match &mut self.graph {
+            Some(graph) => graph.insert(&self.store, slot),
+            None if self.store.len() > self.config.exact_threshold => self.build_graph(),
+            None => {}
+        }
+        if replaced {
+            self.maybe_compact();
+        }
         Ok(())
+    }
+
+    /// Makes room for `additional` more vectors, so a bulk load allocates once and exactly.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+    /// let mut index = DenseIndex::new(DenseConfig::new(8, Metric::Euclidean))?;
+    /// index.reserve(1_000);
+    /// assert!(index.memory_bytes() >= 1_000 * 8 * 4);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    pub fn reserve(&mut self, additional: usize) {
+        self.store.reserve(additional);
+        if let Some(graph) = &mut self.graph {
+            graph.reserve(self.store.slots() + additional);
+        }
+        self.reserved = self.store.slots() + additional;
     }
 
     /// Checks a vector against the index's dimension and metric without inserting it.
     ///
     /// # Errors
-    /// As for [`DenseIndex::insert`].
+    /// [`VectorError::DimensionMismatch`], [`VectorError::NonFiniteValue`], or
+    /// [`VectorError::ZeroVector`] under cosine.
     pub fn validate(&self, vector: &[f32]) -> Result<(), VectorError> {
         if vector.len() != self.config.dimension {
             return Err(VectorError::DimensionMismatch {
@@ -88,72 +163,259 @@ impl DenseIndex {
 
     /// Removes `id`; returns whether it was present.
     pub fn remove(&mut self, id: u32) -> bool {
-        self.vectors.remove(&id).is_some()
+        let removed = self.store.remove(id);
+        if removed {
+            self.maybe_compact();
+        }
+        removed
     }
 
     /// Whether `id` is present.
     pub fn contains(&self, id: u32) -> bool {
-        self.vectors.contains_key(&id)
+        self.store.slot_of(id).is_some()
     }
 
-    /// `id`'s vector as inserted.
+    /// `id`'s vector as inserted (bit for bit).
     pub fn vector(&self, id: u32) -> Option<Vec<f32>> {
-        self.vectors.get(&id).cloned()
+        self.store
+            .slot_of(id)
+            .map(|slot| self.store.row(slot).to_vec())
     }
 
     /// Number of vectors held.
     pub fn len(&self) -> usize {
-        self.vectors.len()
+        self.store.len()
     }
 
     /// Whether no vector is held.
     pub fn is_empty(&self) -> bool {
-        self.vectors.is_empty()
+        self.store.len() == 0
+    }
+
+    /// Whether searches currently go to the graph (more live vectors than
+    /// [`DenseConfig::exact_threshold`]) rather than an exact scan.
+    pub fn uses_graph(&self) -> bool {
+        self.graph.is_some()
     }
 
     /// The `k` nearest vectors to `query` among those `allow` accepts, as `(id, score)` with the
     /// score in `[0, 1]`, best first, ties by `tie` (internal id when `None`). `ef` widens a
-    /// graph search (ignored by an exact scan).
+    /// graph search (default [`DenseConfig::ef_search`]; ignored by an exact scan). Returns
+    /// `min(k, number of accepted vectors)` results.
     ///
     /// # Errors
-    /// The query is validated like an inserted vector.
+    /// The query is validated like an inserted vector; `ef` must be in `1..=`[`MAX_EF`]
+    /// ([`VectorError::InvalidParameter`]).
     pub fn search(
         &self,
         query: &[f32],
         k: usize,
-        _ef: Option<usize>,
+        ef: Option<usize>,
         allow: Option<&dyn Fn(u32) -> bool>,
         tie: Option<TieBreak<'_>>,
     ) -> Result<Vec<(u32, f32)>, VectorError> {
         self.validate(query)?;
-        let mut top = TopK::new(k, tie);
-        for (&id, v) in &self.vectors {
-            if allow.is_none_or(|f| f(id)) {
-                top.push(id, score(self.config.metric, query, v));
+        let ef = ef.unwrap_or(self.config.ef_search);
+        if !(1..=MAX_EF).contains(&ef) {
+            return Err(VectorError::InvalidParameter {
+                name: "ef",
+                value: ef.to_string(),
+                expected: "between 1 and 10000",
+            });
+        }
+        let prepared = self.store.prepare(query);
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let Some(graph) = &self.graph else {
+            return Ok(exact::scan(&self.store, &prepared, k, allow, tie));
+        };
+        // A graph cannot return more than it holds, and a beam wider than MAX_EF costs more
+        // than the scan it would replace.
+        if k >= self.store.len() || k > MAX_EF {
+            return Ok(exact::scan(&self.store, &prepared, k, allow, tie));
+        }
+        if let Some(allow) = allow {
+            if self.filter_is_selective(allow) {
+                return Ok(exact::scan(&self.store, &prepared, k, Some(allow), tie));
             }
+        }
+        let store = &self.store;
+        let accept = |slot: u32| store.is_live(slot) && allow.is_none_or(|f| f(store.id(slot)));
+        let filter: Option<&dyn Fn(u32) -> bool> = if allow.is_some() || store.dead() > 0 {
+            Some(&accept)
+        } else {
+            None
+        };
+        let ef = ef.max(k);
+        // A few candidates beyond k, rescored exactly, so ties at the k-th place are broken
+        // the same way as by the exact scan.
+        let want = (k + k / 4 + 2).min(ef);
+        let slots = graph.search(store, &prepared.values, want, ef, filter);
+        let mut top = TopK::new(k, tie);
+        for slot in slots {
+            if accept(slot) {
+                top.push(store.id(slot), store.score(&prepared, slot));
+            }
+        }
+        if top.len() < k {
+            // The graph ran out of matching neighbours: never return short.
+            return Ok(exact::scan(store, &prepared, k, allow, tie));
         }
         Ok(top.into_sorted_vec())
     }
 
-    /// Approximate heap bytes held by the index.
+    /// Approximate heap bytes held by the index (vectors, ids, norms, graph).
     pub fn memory_bytes(&self) -> usize {
-        self.vectors.capacity() * (8 + std::mem::size_of::<Vec<f32>>())
-            + self.vectors.len() * self.config.dimension * 4
+        self.store.memory_bytes()
+            + self
+                .graph
+                .as_ref()
+                .map_or(0, |g| g.memory_bytes(&self.store))
+    }
+
+    /// Whether fewer live vectors pass `allow` than the exact-scan threshold, judged from an
+    /// evenly strided sample of the slots; a sample with no match counts as selective.
+    fn filter_is_selective(&self, allow: &dyn Fn(u32) -> bool) -> bool {
+        let slots = self.store.slots();
+        let step = (slots / FILTER_SAMPLE).max(1);
+        let (mut seen, mut hits) = (0usize, 0usize);
+        for slot in (0..slots).step_by(step).take(FILTER_SAMPLE) {
+            let slot = slot as u32;
+            if self.store.is_live(slot) {
+                seen += 1;
+                hits += usize::from(allow(self.store.id(slot)));
+            }
+        }
+        if hits == 0 {
+            return true;
+        }
+        hits * self.store.len() / seen.max(1) <= self.config.exact_threshold
+    }
+
+    fn new_graph(&self) -> Option<Box<dyn AnnGraph>> {
+        match self.config.backend {
+            GraphBackend::Native => Some(Box::new(native_graph::NativeGraph::new(
+                self.config.m,
+                self.config.ef_construction,
+                self.store.len().max(self.reserved),
+            ))),
+            #[cfg(feature = "hnsw-rs")]
+            GraphBackend::HnswRs => Some(Box::new(hnsw_rs_graph::HnswRsGraph::new(
+                &self.store,
+                self.config.m,
+                self.config.ef_construction,
+                self.store.len().max(self.reserved),
+            ))),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// Builds a graph over every live slot.
+    fn build_graph(&mut self) {
+        self.graph = self.new_graph();
+        if let Some(graph) = &mut self.graph {
+            graph.reserve(self.reserved.max(self.store.slots()));
+            for slot in 0..self.store.slots() as u32 {
+                if self.store.is_live(slot) {
+                    graph.insert(&self.store, slot);
+                }
+            }
+        }
+    }
+
+    fn maybe_compact(&mut self) {
+        let dead = self.store.dead();
+        if dead >= MIN_TOMBSTONES_FOR_REBUILD
+            && dead as f64 > self.config.rebuild_fraction * self.store.slots() as f64
+        {
+            self.store = self.store.compacted();
+            self.graph = None;
+            if self.store.len() > self.config.exact_threshold {
+                self.build_graph();
+            }
+        }
     }
 }
 
-fn score(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    match metric {
-        Metric::Cosine => {
-            let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-            let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
-            ((1.0 + dot / (na * nb)) / 2.0).clamp(0.0, 1.0)
+/// The dot-product kernel, portable (`simd = false`) or the one this CPU was detected to run;
+/// for the kernel benchmark only, not a stable API.
+#[doc(hidden)]
+pub fn bench_dot_kernel(simd: bool, a: &[f32], b: &[f32]) -> f32 {
+    let kernels = if simd {
+        Kernels::detect()
+    } else {
+        Kernels::portable()
+    };
+    (kernels.dot)(a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(metric: Metric, threshold: usize) -> DenseIndex {
+        DenseIndex::new(DenseConfig::new(3, metric).with_exact_threshold(threshold))
+            .expect("valid config")
+    }
+
+    #[test]
+    fn index_is_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<DenseIndex>();
+    }
+
+    #[test]
+    fn vectors_come_back_bit_exact_for_cosine() {
+        let mut ix = index(Metric::Cosine, 10);
+        let v = [0.1f32, 0.7, -0.3];
+        ix.insert(4, &v).expect("valid");
+        assert_eq!(ix.vector(4), Some(v.to_vec()));
+    }
+
+    #[test]
+    fn replace_keeps_one_entry_and_new_vector() {
+        for threshold in [0, 100] {
+            let mut ix = index(Metric::Euclidean, threshold);
+            ix.insert(1, &[0.0, 0.0, 0.0]).expect("valid");
+            ix.insert(2, &[5.0, 5.0, 5.0]).expect("valid");
+            ix.insert(1, &[9.0, 9.0, 9.0]).expect("valid");
+            assert_eq!(ix.len(), 2);
+            let hits = ix
+                .search(&[0.0, 0.0, 0.0], 2, None, None, None)
+                .expect("valid");
+            assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![2, 1]);
         }
-        Metric::Euclidean => {
-            let d: f32 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
-            1.0 / (1.0 + d)
+    }
+
+    #[test]
+    fn graph_is_built_above_threshold_and_dropped_after_compaction_below() {
+        let mut ix = index(Metric::Euclidean, 40);
+        for id in 0..60u32 {
+            ix.insert(id, &[id as f32, 1.0, 2.0]).expect("valid");
         }
-        Metric::DotProduct => ((1.0 + dot) / 2.0).clamp(0.0, 1.0),
+        assert!(ix.uses_graph());
+        for id in 0..40u32 {
+            assert!(ix.remove(id));
+        }
+        assert!(
+            !ix.uses_graph(),
+            "compaction left {} live, below 40",
+            ix.len()
+        );
+        assert_eq!(ix.len(), 20);
+    }
+
+    #[test]
+    fn bad_ef_is_a_typed_error() {
+        let ix = index(Metric::Cosine, 0);
+        let err = ix
+            .search(&[1.0, 0.0, 0.0], 3, Some(0), None, None)
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            VectorError::InvalidParameter { name: "ef", .. }
+        ));
     }
 }

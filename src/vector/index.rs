@@ -5,7 +5,7 @@
 //! lock; queries, fetches and ranges take read locks, so they run in parallel with each other
 //! and with writers on other namespaces. All input is validated before any lock is taken.
 
-use crate::vector::dense::{DenseConfig, DenseIndex};
+use crate::vector::dense::DenseIndex;
 use crate::vector::filtering;
 use crate::vector::namespace::{Change, Include, Namespace, Plan};
 use crate::vector::ops::{DenseIndexInfo, NamespaceInfo, SparseIndexInfo};
@@ -55,14 +55,7 @@ impl Index {
     /// ([`IndexConfig::validate`]).
     pub fn new(config: IndexConfig) -> Result<Index, VectorError> {
         config.validate()?;
-        let dense_rules = if config.kind.has_dense() {
-            Some(DenseIndex::new(DenseConfig::new(
-                config.dimension,
-                config.metric,
-            ))?)
-        } else {
-            None
-        };
+        let dense_rules = config.dense_config().map(DenseIndex::new).transpose()?;
         let default = Namespace::new(&config)?;
         let mut map = BTreeMap::new();
         map.insert(DEFAULT_NAMESPACE.to_owned(), Arc::new(RwLock::new(default)));

@@ -74,10 +74,7 @@ pub(crate) struct Namespace {
 
 impl Namespace {
     pub(crate) fn new(config: &IndexConfig) -> Result<Self, VectorError> {
-        let dense_config = config
-            .kind
-            .has_dense()
-            .then(|| DenseConfig::new(config.dimension, config.metric));
+        let dense_config = config.dense_config();
         let dense = dense_config.clone().map(DenseIndex::new).transpose()?;
         Ok(Namespace {
             ids: BTreeMap::new(),

@@ -1,0 +1,277 @@
+//! ANN benchmark driver on TEXMEX files (`.fvecs` base/queries, `.ivecs` ground truth).
+//!
+//! ```text
+//! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
+//!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
+//!     [--backend native|hnsw_rs] [--limit N] [--repeat N]
+//! ```
+//! Builds a [`DenseIndex`] with the exact-scan threshold forced to 0, so every search measures
+//! the graph path. Prints `build_s=… build_per_s=… mem_mb=…` (index memory: heap bytes
+//! allocated by the build and still held, counted by a global allocator wrapper; the loaded
+//! files are allocated before and excluded), then one `ef=… recall@10=… qps=…` line per ef
+//! (single thread; with `--repeat N` each ef pass runs N times and the fastest counts, which
+//! tames a noisy shared machine).
+
+use flowvec::vector::Metric;
+use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Counts live heap bytes.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only adds bookkeeping.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+struct Args {
+    base: String,
+    queries: String,
+    gt: String,
+    metric: Metric,
+    efs: Vec<usize>,
+    m: usize,
+    ef_construction: usize,
+    backend: GraphBackend,
+    limit: Option<usize>,
+    repeat: usize,
+}
+
+fn usage(msg: &str) -> ! {
+    eprintln!("error: {msg}");
+    eprintln!(
+        "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--limit N] [--repeat N]"
+    );
+    std::process::exit(2)
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        base: String::new(),
+        queries: String::new(),
+        gt: String::new(),
+        metric: Metric::Cosine,
+        efs: vec![16, 32, 64, 128],
+        m: 16,
+        ef_construction: 200,
+        backend: GraphBackend::default(),
+        limit: None,
+        repeat: 1,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{flag} needs a value")))
+        };
+        let number = |s: String| {
+            s.parse::<usize>()
+                .unwrap_or_else(|_| usage(&format!("not a number: {s}")))
+        };
+        match flag.as_str() {
+            "--base" => args.base = value(),
+            "--queries" => args.queries = value(),
+            "--gt" => args.gt = value(),
+            "--metric" => {
+                args.metric = match value().as_str() {
+                    "cosine" => Metric::Cosine,
+                    "euclidean" | "l2" => Metric::Euclidean,
+                    "dot" => Metric::DotProduct,
+                    other => usage(&format!("unknown metric {other}")),
+                }
+            }
+            "--ef" => {
+                args.efs = value()
+                    .split(',')
+                    .map(|s| number(s.trim().to_string()))
+                    .collect()
+            }
+            "--m" => args.m = number(value()),
+            "--ef-construction" => args.ef_construction = number(value()),
+            "--limit" => args.limit = Some(number(value())),
+            "--repeat" => args.repeat = number(value()).max(1),
+            "--backend" => {
+                args.backend = match value().as_str() {
+                    "native" => GraphBackend::Native,
+                    "hnsw_rs" | "hnsw-rs" => GraphBackend::HnswRs,
+                    other => usage(&format!("unknown backend {other}")),
+                }
+            }
+            other => usage(&format!("unknown flag {other}")),
+        }
+    }
+    if args.base.is_empty() || args.queries.is_empty() || args.gt.is_empty() {
+        usage("--base, --queries and --gt are required");
+    }
+    args
+}
+
+/// CPU time of this thread in seconds (Linux `/proc/thread-self/schedstat`), so figures stay
+/// meaningful on a shared, oversubscribed machine; `None` elsewhere.
+fn thread_cpu_s() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = text.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
+/// Reads a TEXMEX file: per row an int32 count, then that many 4-byte values.
+fn read_vecs<T>(path: &str, convert: impl Fn([u8; 4]) -> T) -> Vec<Vec<T>> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| usage(&format!("cannot read {path}: {e}")));
+    let mut rows = Vec::new();
+    let mut pos = 0;
+    while pos + 4 <= bytes.len() {
+        let word = |p: usize| [bytes[p], bytes[p + 1], bytes[p + 2], bytes[p + 3]];
+        let n = i32::from_le_bytes(word(pos));
+        let n =
+            usize::try_from(n).unwrap_or_else(|_| usage(&format!("{path}: negative row length")));
+        pos += 4;
+        if pos + 4 * n > bytes.len() {
+            usage(&format!("{path}: truncated row"));
+        }
+        rows.push((0..n).map(|i| convert(word(pos + 4 * i))).collect());
+        pos += 4 * n;
+    }
+    rows
+}
+
+fn main() {
+    let args = parse_args();
+    let mut base = read_vecs(&args.base, f32::from_le_bytes);
+    if let Some(limit) = args.limit {
+        base.truncate(limit);
+    }
+    let queries = read_vecs(&args.queries, f32::from_le_bytes);
+    let gt = read_vecs(&args.gt, i32::from_le_bytes);
+    let dim = base.first().map_or_else(|| usage("empty base"), Vec::len);
+    println!(
+        "base={} queries={} dim={} metric={:?} m={} ef_construction={} backend={:?}",
+        base.len(),
+        queries.len(),
+        dim,
+        args.metric,
+        args.m,
+        args.ef_construction,
+        args.backend
+    );
+    println!(
+        "path=graph (exact-scan threshold forced to 0: every search below goes through the graph)"
+    );
+
+    let config = DenseConfig::new(dim, args.metric)
+        .with_m(args.m)
+        .with_ef_construction(args.ef_construction)
+        .with_exact_threshold(0)
+        .with_backend(args.backend);
+    let before = LIVE.load(Ordering::Relaxed);
+    let start = Instant::now();
+    let cpu_start = thread_cpu_s();
+    let mut index = DenseIndex::new(config).unwrap_or_else(|e| usage(&e.to_string()));
+    index.reserve(base.len());
+    let bar = ProgressBar::new(base.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("building {bar:40} {pos}/{len} {per_sec} eta {eta}")
+            .expect("a valid template"),
+    );
+    for (id, v) in base.iter().enumerate() {
+        index
+            .insert(id as u32, v)
+            .unwrap_or_else(|e| usage(&format!("base row {id}: {e}")));
+        if id % 256 == 0 {
+            bar.set_position(id as u64);
+        }
+    }
+    bar.finish_and_clear();
+    let build_s = start.elapsed().as_secs_f64();
+    let build_cpu_s = thread_cpu_s()
+        .zip(cpu_start)
+        .map(|(end, begin)| end - begin);
+    let held = LIVE.load(Ordering::Relaxed).saturating_sub(before);
+    assert!(index.uses_graph(), "threshold 0 always builds the graph");
+    println!(
+        "build_s={:.2} build_per_s={:.0} mem_mb={:.1}",
+        build_s,
+        base.len() as f64 / build_s,
+        held as f64 / 1e6
+    );
+    if let Some(cpu) = build_cpu_s {
+        println!(
+            "cpu build_cpu_s={:.2} build_per_cpu_s={:.0} (thread CPU time; wall figures above suffer on a loaded machine)",
+            cpu,
+            base.len() as f64 / cpu
+        );
+    }
+    println!(
+        "mem_estimate_mb={:.1} (DenseIndex::memory_bytes) vectors_mb={:.1}",
+        index.memory_bytes() as f64 / 1e6,
+        (base.len() * dim * 4) as f64 / 1e6
+    );
+
+    for &ef in &args.efs {
+        let mut best: Option<(f64, Option<f64>)> = None;
+        let mut results = Vec::with_capacity(queries.len());
+        for _ in 0..args.repeat {
+            results.clear();
+            let start = Instant::now();
+            let cpu_start = thread_cpu_s();
+            for q in &queries {
+                results.push(
+                    index
+                        .search(q, 10, Some(ef), None, None)
+                        .unwrap_or_else(|e| usage(&e.to_string())),
+                );
+            }
+            let secs = start.elapsed().as_secs_f64();
+            let cpu = thread_cpu_s()
+                .zip(cpu_start)
+                .map(|(end, begin)| end - begin);
+            if best.is_none_or(|(b, _)| secs < b) {
+                best = Some((secs, cpu));
+            }
+        }
+        let (secs, cpu) = best.expect("at least one pass");
+        let mut hits = 0usize;
+        for (got, truth) in results.iter().zip(&gt) {
+            let truth: HashSet<u32> = truth.iter().take(10).map(|t| *t as u32).collect();
+            hits += got.iter().filter(|h| truth.contains(&h.0)).count();
+        }
+        println!(
+            "ef={} recall@10={:.4} qps={:.1}",
+            ef,
+            hits as f64 / (10 * queries.len()) as f64,
+            queries.len() as f64 / secs
+        );
+        if let Some(cpu) = cpu {
+            println!("cpu ef={} qps_cpu={:.1}", ef, queries.len() as f64 / cpu);
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Command-line flags and environment variables of the example server.
+
+use std::fmt::Write as _;
+use std::num::NonZeroU32;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use flowvec::vector::{IndexConfig, IndexKind, Metric};
+
+/// Everything the server can be told; each flag also reads an environment variable.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) port: u16,
+    pub(crate) vector_token: String,
+    pub(crate) queue_token: String,
+    pub(crate) kind: IndexKind,
+    pub(crate) dimension: usize,
+    pub(crate) metric: Metric,
+    pub(crate) snapshot: PathBuf,
+    pub(crate) global_parallelism: Option<NonZeroU32>,
+    pub(crate) admin_email: String,
+    pub(crate) admin_api_key: Option<String>,
+    pub(crate) max_attempts: u32,
+    pub(crate) delivery_timeout: Duration,
+}
+
+/// One flag: name, environment variable, default (as text, printed by `--help`), help.
+struct Flag {
+    name: &'static str,
+    env: &'static str,
+    default: &'static str,
+    help: &'static str,
+}
+
+const FLAGS: &[Flag] = &[
+    Flag {
+        name: "port",
+        env: "FLOWVEC_PORT",
+        default: "8787",
+        help: "TCP port on 127.0.0.1",
+    },
+    Flag {
+        name: "token",
+        env: "FLOWVEC_TOKEN",
+        default: "flowvec-dev-token",
+        help: "bearer token for the vector and queue APIs",
+    },
+    Flag {
+        name: "vector-token",
+        env: "FLOWVEC_VECTOR_TOKEN",
+        default: "",
+        help: "bearer token for the vector API only (default: --token)",
+    },
+    Flag {
+        name: "queue-token",
+        env: "FLOWVEC_QUEUE_TOKEN",
+        default: "",
+        help: "bearer token for the queue API only (default: --token)",
+    },
+    Flag {
+        name: "kind",
+        env: "FLOWVEC_INDEX_KIND",
+        default: "DENSE",
+        help: "index kind: DENSE, SPARSE or HYBRID",
+    },
+    Flag {
+        name: "dimension",
+        env: "FLOWVEC_DIMENSION",
+        default: "256",
+        help: "dense dimension (DENSE and HYBRID)",
+    },
+    Flag {
+        name: "metric",
+        env: "FLOWVEC_METRIC",
+        default: "COSINE",
+        help: "COSINE, EUCLIDEAN or DOT_PRODUCT",
+    },
+    Flag {
+        name: "snapshot",
+        env: "FLOWVEC_SNAPSHOT",
+        default: "flowvec-flow-control.json",
+        help: "flow-control snapshot file: loaded at start, saved on Ctrl-C/SIGTERM",
+    },
+    Flag {
+        name: "global-parallelism",
+        env: "FLOWVEC_GLOBAL_PARALLELISM",
+        default: "",
+        help: "cap on all active deliveries (default: none)",
+    },
+    Flag {
+        name: "admin-email",
+        env: "FLOWVEC_ADMIN_EMAIL",
+        default: "admin@example.com",
+        help: "management account seeded at start (owns database `demo-db`)",
+    },
+    Flag {
+        name: "admin-api-key",
+        env: "FLOWVEC_ADMIN_API_KEY",
+        default: "",
+        help: "its API key (default: generated and printed)",
+    },
+    Flag {
+        name: "max-attempts",
+        env: "FLOWVEC_MAX_ATTEMPTS",
+        default: "5",
+        help: "delivery attempts on connection failure before a message is dropped",
+    },
+    Flag {
+        name: "delivery-timeout-secs",
+        env: "FLOWVEC_DELIVERY_TIMEOUT_SECS",
+        default: "30",
+        help: "timeout of one delivery call",
+    },
+];
+
+impl Config {
+    /// Parses `--name value` / `--name=value` flags, falling back to the environment and then
+    /// to the defaults. `Ok(None)` after printing `--help`.
+    pub(crate) fn from_args(args: impl Iterator<Item = String>) -> Result<Option<Self>, String> {
+        let mut given: Vec<(&'static str, String)> = Vec::new();
+        let mut args = args.peekable();
+        while let Some(arg) = args.next() {
+            if arg == "--help" || arg == "-h" {
+                println!("{}", usage());
+                return Ok(None);
+            }
+            let Some(body) = arg.strip_prefix("--") else {
+                return Err(format!("unexpected argument {arg:?}; see --help"));
+            };
+            let (name, inline) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (body, None),
+            };
+            let flag = FLAGS
+                .iter()
+                .find(|f| f.name == name)
+                .ok_or_else(|| format!("unknown flag --{name}; see --help"))?;
+            let value = match inline {
+                Some(v) => v,
+                None => args
+                    .next()
+                    .ok_or_else(|| format!("flag --{name} needs a value"))?,
+            };
+            given.push((flag.name, value));
+        }
+        let get = |name: &str| -> String {
+            let flag = FLAGS
+                .iter()
+                .find(|f| f.name == name)
+                .expect("every looked-up flag is in FLAGS");
+            given
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(flag.env).ok())
+                .unwrap_or_else(|| flag.default.to_owned())
+        };
+        let number = |name: &str| -> Result<u64, String> {
+            let v = get(name);
+            v.parse()
+                .map_err(|_| format!("--{name} {v:?}: expected a non-negative integer"))
+        };
+        let token = get("token");
+        let or_token = |v: String| if v.is_empty() { token.clone() } else { v };
+        let kind = match get("kind").to_ascii_uppercase().as_str() {
+            "DENSE" => IndexKind::Dense,
+            "SPARSE" => IndexKind::Sparse,
+            "HYBRID" => IndexKind::Hybrid,
+            other => {
+                return Err(format!(
+                    "--kind {other:?}: expected DENSE, SPARSE or HYBRID"
+                ));
+            }
+        };
+        let metric_text = get("metric").to_ascii_uppercase();
+        let metric: Metric = serde_json::from_value(serde_json::Value::String(metric_text.clone()))
+            .map_err(|_| {
+                format!("--metric {metric_text:?}: expected COSINE, EUCLIDEAN or DOT_PRODUCT")
+            })?;
+        let global = get("global-parallelism");
+        let global_parallelism = if global.is_empty() {
+            None
+        } else {
+            Some(global.parse::<NonZeroU32>().map_err(|_| {
+                format!("--global-parallelism {global:?}: expected an integer >= 1")
+            })?)
+        };
+        let api_key = get("admin-api-key");
+        let config = Self {
+            port: u16::try_from(number("port")?)
+                .map_err(|_| "--port: expected 0..=65535".to_owned())?,
+            vector_token: or_token(get("vector-token")),
+            queue_token: or_token(get("queue-token")),
+            kind,
+            dimension: usize::try_from(number("dimension")?)
+                .map_err(|_| "--dimension too large".to_owned())?,
+            metric,
+            snapshot: PathBuf::from(get("snapshot")),
+            global_parallelism,
+            admin_email: get("admin-email"),
+            admin_api_key: (!api_key.is_empty()).then_some(api_key),
+            max_attempts: u32::try_from(number("max-attempts")?.max(1)).unwrap_or(u32::MAX),
+            delivery_timeout: Duration::from_secs(number("delivery-timeout-secs")?.max(1)),
+        };
+        Ok(Some(config))
+    }
+
+    /// The index configuration the flags describe.
+    pub(crate) fn index_config(&self) -> IndexConfig {
+        match self.kind {
+            IndexKind::Dense => IndexConfig::dense(self.dimension, self.metric),
+            IndexKind::Sparse => IndexConfig::sparse(),
+            IndexKind::Hybrid => IndexConfig::hybrid(self.dimension, self.metric),
+        }
+    }
+}
+
+fn usage() -> String {
+    let mut out = String::from(
+        "flowvec example server: the vector, queue and management HTTP API on 127.0.0.1\n\n\
+         usage: cargo run --release --example server -- [--flag value]...\n\nflags (environment variable, default):\n",
+    );
+    for f in FLAGS {
+        let default = if f.default.is_empty() { "-" } else { f.default };
+        let _ = writeln!(
+            out,
+            "  --{:<24} {} ({}, {})",
+            f.name, f.help, f.env, default
+        );
+    }
+    out
+}

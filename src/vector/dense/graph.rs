@@ -1,0 +1,83 @@
+//! The graph seam of DESIGN §2.3: what the dense engine needs from an approximate
+//! nearest-neighbour graph, so the implementation can change without touching namespaces,
+//! filters or scoring.
+//!
+//! A graph knows vectors by slot (see [`Store`]); it never deletes. The engine tombstones
+//! removed slots, filters them out at search time through `allow`, and rebuilds the graph from
+//! the live slots when tombstones pass a fraction.
+
+use super::kernels::Kernels;
+use super::store::Store;
+use crate::vector::Metric;
+
+/// An approximate nearest-neighbour graph over the slots of a [`Store`].
+pub(crate) trait AnnGraph: Send + Sync {
+    /// Makes room for slots up to `slots` (a hint; the default does nothing).
+    fn reserve(&mut self, slots: usize) {
+        let _ = slots;
+    }
+
+    /// Adds `slot` (already in `store`).
+    fn insert(&mut self, store: &Store, slot: u32);
+
+    /// Up to `k` slots near `query` (prepared by [`Store::prepare`]), nearest first, among
+    /// those `allow` accepts; `ef` is the width of the base-layer beam (`ef >= k`).
+    fn search(
+        &self,
+        store: &Store,
+        query: &[f32],
+        k: usize,
+        ef: usize,
+        allow: Option<&dyn Fn(u32) -> bool>,
+    ) -> Vec<u32>;
+
+    /// Approximate heap bytes held by the graph itself (not the store).
+    fn memory_bytes(&self, store: &Store) -> usize;
+}
+
+/// A non-negative distance, smaller is nearer, monotone in the metric's score. `a` is a
+/// prepared query; `b` is a graph vector (for cosine either a unit vector with `inv_norm_b`
+/// 1, or a stored row with its inverse norm).
+#[inline]
+pub(crate) fn distance(
+    metric: Metric,
+    kernels: &Kernels,
+    a: &[f32],
+    b: &[f32],
+    inv_norm_b: f32,
+) -> f32 {
+    let d = match metric {
+        Metric::Cosine => (1.0 - (kernels.dot)(a, b) * inv_norm_b).max(0.0),
+        Metric::Euclidean => (kernels.l2sq)(a, b),
+        Metric::DotProduct => dot_distance((kernels.dot)(a, b)),
+    };
+    // NaN only from overflowing products of huge finite inputs; graphs must never see it.
+    if d.is_nan() { f32::INFINITY } else { d }
+}
+
+/// Maps an inner product to a positive distance, strictly decreasing in it and continuous:
+/// `1 - dot` for `dot <= 0`, `1 / (1 + dot)` above. Unlike `1 - dot` it stays non-negative
+/// for unnormalised vectors (hnsw_rs asserts distances are `>= 0`), and unlike the clamped
+/// score it keeps ranking vectors whose inner products exceed 1.
+#[inline]
+pub(crate) fn dot_distance(dot: f32) -> f32 {
+    if dot <= 0.0 {
+        1.0 - dot
+    } else {
+        1.0 / (1.0 + dot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_distance_is_positive_and_strictly_decreasing() {
+        let dots = [-1e30, -5.0, -1.0, -1e-3, 0.0, 1e-3, 0.5, 1.0, 2.0, 1e6];
+        for w in dots.windows(2) {
+            assert!(dot_distance(w[0]) > dot_distance(w[1]), "{w:?}");
+        }
+        assert!(dots.iter().all(|d| dot_distance(*d) > 0.0));
+    }
+}

@@ -1,0 +1,370 @@
+//! Distance kernels: dot product and squared Euclidean distance, one vector against one, and
+//! one query against a block of contiguous rows.
+//!
+//! The portable bodies are written so LLVM vectorises them without fast-math: `LANES`
+//! independent accumulators per chunk (no reassociation needed), the tail summed separately. On
+//! x86-64 with AVX2 and FMA (detected at run time) explicit 256-bit intrinsics with four FMA
+//! accumulators (enough to cover the FMA latency at two loads per cycle).
+//!
+//! Measured on this machine (AMD EPYC Zen 4, 384-d, `cargo bench --bench dense -- kernel`):
+//! portable ≈ 160 ns per 384-d dot, AVX2+FMA ≈ 78 ns (both under a load of 6 on 2 cores; the
+//! ratio is what matters). This is the only module of the dense engine with `unsafe`.
+
+/// Kernel functions picked once for the running CPU.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernels {
+    /// Inner product of two equal-length slices.
+    pub(crate) dot: fn(&[f32], &[f32]) -> f32,
+    /// Squared Euclidean distance of two equal-length slices.
+    pub(crate) l2sq: fn(&[f32], &[f32]) -> f32,
+    /// `out[r] = dot(query, rows[r * dim..][..dim])` for each `r < out.len()`.
+    pub(crate) dot_rows: fn(&[f32], &[f32], &mut [f32]),
+    /// `out[r] = l2sq(query, rows[r * dim..][..dim])` for each `r < out.len()`.
+    pub(crate) l2sq_rows: fn(&[f32], &[f32], &mut [f32]),
+    /// Whether the AVX2/FMA versions were selected.
+    pub(crate) simd: bool,
+}
+
+impl std::fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernels").field("simd", &self.simd).finish()
+    }
+}
+
+impl Kernels {
+    /// The fastest kernels this CPU supports.
+    pub(crate) fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                return Kernels {
+                    dot: x86::dot,
+                    l2sq: x86::l2sq,
+                    dot_rows: x86::dot_rows,
+                    l2sq_rows: x86::l2sq_rows,
+                    simd: true,
+                };
+            }
+        }
+        Self::portable()
+    }
+
+    /// The portable kernels (any CPU).
+    pub(crate) fn portable() -> Self {
+        Kernels {
+            dot: portable::dot,
+            l2sq: portable::l2sq,
+            dot_rows: portable::dot_rows,
+            l2sq_rows: portable::l2sq_rows,
+            simd: false,
+        }
+    }
+}
+
+#[inline(always)]
+fn dot_body<const LANES: usize>(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let ca = a.chunks_exact(LANES);
+    let cb = b.chunks_exact(LANES);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += x * y;
+    }
+    reduce(acc) + tail
+}
+
+#[inline(always)]
+fn l2sq_body<const LANES: usize>(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let ca = a.chunks_exact(LANES);
+    let cb = b.chunks_exact(LANES);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            let d = x[i] - y[i];
+            acc[i] += d * d;
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += (x - y) * (x - y);
+    }
+    reduce(acc) + tail
+}
+
+/// Pairwise sum of the accumulators (a tree, so it vectorises and keeps rounding balanced).
+#[inline(always)]
+fn reduce<const LANES: usize>(mut acc: [f32; LANES]) -> f32 {
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+    }
+    acc[0]
+}
+
+#[inline(always)]
+fn rows_body(query: &[f32], rows: &[f32], out: &mut [f32], one: impl Fn(&[f32], &[f32]) -> f32) {
+    let dim = query.len();
+    if dim == 0 {
+        out.fill(0.0);
+        return;
+    }
+    for (o, row) in out.iter_mut().zip(rows.chunks_exact(dim)) {
+        *o = one(query, row);
+    }
+}
+
+mod portable {
+    const LANES: usize = 16;
+
+    pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+        super::dot_body::<LANES>(a, b)
+    }
+
+    pub(super) fn l2sq(a: &[f32], b: &[f32]) -> f32 {
+        super::l2sq_body::<LANES>(a, b)
+    }
+
+    pub(super) fn dot_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        super::rows_body(query, rows, out, super::dot_body::<LANES>);
+    }
+
+    pub(super) fn l2sq_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        super::rows_body(query, rows, out, super::l2sq_body::<LANES>);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! AVX2 + FMA versions with explicit intrinsics (LLVM's auto-vectorisation of the
+    //! `mul_add` body produced 2-wide `vmovsd` loads and stack spills: 2.6x slower). The safe
+    //! wrappers are only handed out by `Kernels::detect` after `is_x86_feature_detected!`
+    //! confirmed both features, which is what makes them sound.
+    use std::arch::x86_64::{
+        __m256, _mm_add_ps, _mm_add_ss, _mm_cvtss_f32, _mm_movehl_ps, _mm_shuffle_ps,
+        _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_fmadd_ps,
+        _mm256_loadu_ps, _mm256_setzero_ps, _mm256_sub_ps,
+    };
+
+    #[target_feature(enable = "avx2,fma")]
+    fn hsum(v: __m256) -> f32 {
+        let lo = _mm256_castps256_ps128(v);
+        let hi = _mm256_extractf128_ps::<1>(v);
+        let s = _mm_add_ps(lo, hi);
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps::<0b01>(s, s));
+        _mm_cvtss_f32(s)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8 * j + 8 <= i + 32 <= n <= a.len(), b.len(): in bounds.
+                let (x, y) = unsafe {
+                    (
+                        _mm256_loadu_ps(pa.add(i + 8 * j)),
+                        _mm256_loadu_ps(pb.add(i + 8 * j)),
+                    )
+                };
+                *acc = _mm256_fmadd_ps(x, y, *acc);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            // SAFETY: i + 8 <= n: in bounds.
+            let (x, y) = unsafe { (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i))) };
+            acc[0] = _mm256_fmadd_ps(x, y, acc[0]);
+            i += 8;
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut total = hsum(sum);
+        for k in i..n {
+            total += a[k] * b[k];
+        }
+        total
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn l2sq_avx2(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (pa, pb) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8 * j + 8 <= i + 32 <= n <= a.len(), b.len(): in bounds.
+                let (x, y) = unsafe {
+                    (
+                        _mm256_loadu_ps(pa.add(i + 8 * j)),
+                        _mm256_loadu_ps(pb.add(i + 8 * j)),
+                    )
+                };
+                let d = _mm256_sub_ps(x, y);
+                *acc = _mm256_fmadd_ps(d, d, *acc);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            // SAFETY: i + 8 <= n: in bounds.
+            let (x, y) = unsafe { (_mm256_loadu_ps(pa.add(i)), _mm256_loadu_ps(pb.add(i))) };
+            let d = _mm256_sub_ps(x, y);
+            acc[0] = _mm256_fmadd_ps(d, d, acc[0]);
+            i += 8;
+        }
+        let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut total = hsum(sum);
+        for k in i..n {
+            total += (a[k] - b[k]) * (a[k] - b[k]);
+        }
+        total
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn dot_rows_avx2(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        super::rows_body(query, rows, out, |a, b| dot_avx2(a, b));
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn l2sq_rows_avx2(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        super::rows_body(query, rows, out, |a, b| l2sq_avx2(a, b));
+    }
+
+    pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY: only reachable through `Kernels::detect`, which checked AVX2 and FMA.
+        unsafe { dot_avx2(a, b) }
+    }
+
+    pub(super) fn l2sq(a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY: only reachable through `Kernels::detect`, which checked AVX2 and FMA.
+        unsafe { l2sq_avx2(a, b) }
+    }
+
+    pub(super) fn dot_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        // SAFETY: only reachable through `Kernels::detect`, which checked AVX2 and FMA.
+        unsafe { dot_rows_avx2(query, rows, out) }
+    }
+
+    pub(super) fn l2sq_rows(query: &[f32], rows: &[f32], out: &mut [f32]) {
+        // SAFETY: only reachable through `Kernels::detect`, which checked AVX2 and FMA.
+        unsafe { l2sq_rows_avx2(query, rows, out) }
+    }
+}
+
+/// Prefetches the cache line holding `data[index]` (a hint; out-of-range indices are ignored).
+#[inline(always)]
+pub(crate) fn prefetch(data: &[f32], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if index < data.len() {
+        // SAFETY: `index` is in bounds, so the pointer is valid; prefetch never faults and
+        // SSE (which provides it) is part of the x86-64 baseline.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(index).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, index);
+}
+
+/// Prefetches the cache line holding `data[index]` (a hint; out-of-range indices are ignored).
+#[inline(always)]
+pub(crate) fn prefetch_u32(data: &[u32], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if index < data.len() {
+        // SAFETY: as in `prefetch`: in-bounds pointer, prefetch never faults, SSE is baseline.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(index).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, index);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive_dot(a: &[f32], b: &[f32]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum()
+    }
+
+    fn naive_l2(a: &[f32], b: &[f32]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (f64::from(*x) - f64::from(*y)).powi(2))
+            .sum()
+    }
+
+    fn data(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                (s as f32 / u32::MAX as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kernels_match_naive_for_every_length_and_both_variants() {
+        for k in [Kernels::portable(), Kernels::detect()] {
+            for n in [0, 1, 3, 7, 15, 16, 17, 31, 32, 33, 63, 100, 384, 385] {
+                let a = data(n, 1 + n as u32);
+                let b = data(n, 1000 + n as u32);
+                let tol = 1e-4 * (n as f64 + 1.0);
+                assert!(
+                    ((k.dot)(&a, &b) as f64 - naive_dot(&a, &b)).abs() < tol,
+                    "dot n={n}"
+                );
+                assert!(
+                    ((k.l2sq)(&a, &b) as f64 - naive_l2(&a, &b)).abs() < tol,
+                    "l2 n={n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn row_kernels_match_single_kernels() {
+        for k in [Kernels::portable(), Kernels::detect()] {
+            let dim = 37;
+            let q = data(dim, 5);
+            let rows = data(dim * 9, 6);
+            let mut out = vec![0.0; 9];
+            (k.dot_rows)(&q, &rows, &mut out);
+            for (r, o) in out.iter().enumerate() {
+                assert_eq!(*o, (k.dot)(&q, &rows[r * dim..][..dim]));
+            }
+            (k.l2sq_rows)(&q, &rows, &mut out);
+            for (r, o) in out.iter().enumerate() {
+                assert_eq!(*o, (k.l2sq)(&q, &rows[r * dim..][..dim]));
+            }
+        }
+    }
+}

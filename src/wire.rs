@@ -1,0 +1,44 @@
+//! Wire: the platform's HTTP contract mapped onto the engines, without I/O (DESIGN §4).
+//!
+//! A host (axum, hyper, a test) turns each HTTP request into a [`Request`] (method, raw path,
+//! raw query string, headers, body bytes), calls [`Service::handle`] with the current time, and
+//! writes the [`Response`] (status, headers, JSON body) back. Every host therefore speaks the
+//! exact same contract; `examples/server.rs` is one such host, and it also delivers the queued
+//! [`Message`]s by driving the flow-control engine that [`Service::flow`] shares.
+//!
+//! # Routes
+//! | API | routes | auth |
+//! |---|---|---|
+//! | vector | `/upsert`, `/update`, `/query`, `/fetch`, `/delete`, `/range`, `/reset` (`?all`), `/delete-namespace`, each with an optional `/{namespace}`; `/info`, `/list-namespaces`. POST everywhere; also GET for info/list, DELETE for deletions | Bearer |
+//! | queue | `POST /v2/publish/{destination}`, `GET /v2/flowControl`, `GET /v2/flowControl/{key}`, `POST /v2/flowControl/{key}/pause\|resume\|pin\|unpin\|resetRate`, `GET /v2/globalParallelism` | Bearer |
+//! | management | `POST /v2/redis/reset-password/{id}` | Basic |
+//!
+//! Vector answers are `{"result": …}`; queue and management answers are the bare objects the
+//! reference returns (`{"messageId"}`, key info, the Database record). Errors everywhere are
+//! `{"error": "...", "status": N}` with the statuses of [`WireError::status`]. Path parameters
+//! (namespace, key, database id) are percent-decoded; the publish destination is kept as sent
+//! and gets the request's query string back. The exact request and response shapes the public
+//! SDKs use are pinned in `tests/e2e/WIRE.md`.
+//!
+//! # Layout
+//! `http.rs` [`Request`]/[`Response`]/[`Method`]; `percent.rs` decoding; `router.rs` path →
+//! route, allowed methods, auth kind; `auth.rs` [`Tokens`]; `error.rs` [`WireError`] and the
+//! envelope; `vector_api.rs`, `queue_api.rs`, `management_api.rs` the handlers;
+//! `message.rs` the queued [`Message`]; `service.rs` [`Service`] ties them together.
+
+mod auth;
+mod error;
+mod http;
+mod management_api;
+mod message;
+mod percent;
+mod queue_api;
+mod router;
+mod service;
+mod vector_api;
+
+pub use auth::Tokens;
+pub use error::WireError;
+pub use http::{Method, Request, Response};
+pub use message::Message;
+pub use service::Service;

@@ -1,0 +1,294 @@
+//! The route table: a raw path to a [`Route`] and the methods it accepts.
+
+use super::auth::Api;
+use super::percent::{decode, quote};
+use super::{Method, WireError};
+
+/// A vector API operation (`/{op}[/{namespace}]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VectorOp {
+    Upsert,
+    Update,
+    Query,
+    Fetch,
+    Delete,
+    Range,
+    Reset,
+    Info,
+    ListNamespaces,
+    DeleteNamespace,
+}
+
+/// A flow-control key operation (`POST /v2/flowControl/{key}/{op}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlowOp {
+    Pause,
+    Resume,
+    Pin,
+    Unpin,
+    ResetRate,
+}
+
+/// What a request asks for, with its path parameters decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// A vector operation on a namespace (`""` is the default one).
+    Vector { op: VectorOp, namespace: String },
+    /// A reference route this server does not offer (hosted embedding, resumable queries).
+    VectorUnsupported { feature: &'static str },
+    /// `POST /v2/publish/{destination}`; the destination as sent (not decoded: it is a URL).
+    Publish { destination: String },
+    /// `GET /v2/flowControl`
+    FlowList,
+    /// `GET /v2/flowControl/{key}`
+    FlowKey { key: String },
+    /// `POST /v2/flowControl/{key}/{op}`
+    FlowOp { key: String, op: FlowOp },
+    /// `GET /v2/globalParallelism`
+    GlobalParallelism,
+    /// `POST /v2/redis/reset-password/{id}`
+    ResetPassword { id: String },
+}
+
+/// How a route authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Auth {
+    Bearer(Api),
+    Basic,
+}
+
+impl Route {
+    /// The route of a raw (percent-encoded) path.
+    ///
+    /// # Errors
+    /// [`WireError::RouteNotFound`] for an unknown path, [`WireError::BadEncoding`] for a broken
+    /// percent-escape in a path parameter.
+    pub(crate) fn parse(path: &str) -> Result<Self, WireError> {
+        let not_found = || WireError::RouteNotFound { path: quote(path) };
+        let rest = path.strip_prefix('/').ok_or_else(not_found)?;
+        if let Some(queue) = rest.strip_prefix("v2/") {
+            return Self::parse_queue(queue).ok_or_else(not_found)?;
+        }
+        let (head, namespace) = rest.split_once('/').unwrap_or((rest, ""));
+        let op = match head {
+            "upsert" => VectorOp::Upsert,
+            "update" => VectorOp::Update,
+            "query" => VectorOp::Query,
+            "fetch" => VectorOp::Fetch,
+            "delete" => VectorOp::Delete,
+            "range" => VectorOp::Range,
+            "reset" => VectorOp::Reset,
+            "delete-namespace" => VectorOp::DeleteNamespace,
+            "info" | "list-namespaces" if namespace.is_empty() => {
+                if head == "info" {
+                    VectorOp::Info
+                } else {
+                    VectorOp::ListNamespaces
+                }
+            }
+            "upsert-data" | "query-data" => {
+                return Ok(Self::VectorUnsupported {
+                    feature: "hosted embedding (raw text data)",
+                });
+            }
+            "resumable-query"
+            | "resumable-query-data"
+            | "resumable-query-next"
+            | "resumable-query-end" => {
+                return Ok(Self::VectorUnsupported {
+                    feature: "resumable query",
+                });
+            }
+            _ => return Err(not_found()),
+        };
+        Ok(Self::Vector {
+            op,
+            namespace: decode(namespace, false, "namespace")?,
+        })
+    }
+
+    fn parse_queue(rest: &str) -> Option<Result<Self, WireError>> {
+        if let Some(destination) = rest.strip_prefix("publish/") {
+            return Some(Ok(Self::Publish {
+                destination: destination.to_owned(),
+            }));
+        }
+        if rest == "flowControl" || rest == "flowControl/" {
+            return Some(Ok(Self::FlowList));
+        }
+        if rest == "globalParallelism" {
+            return Some(Ok(Self::GlobalParallelism));
+        }
+        if let Some(id) = rest.strip_prefix("redis/reset-password/") {
+            return Some(decode(id, false, "database id").map(|id| Self::ResetPassword { id }));
+        }
+        let key_part = rest.strip_prefix("flowControl/")?;
+        let op = key_part.rsplit_once('/').and_then(|(key, op)| {
+            let op = match op {
+                "pause" => FlowOp::Pause,
+                "resume" => FlowOp::Resume,
+                "pin" => FlowOp::Pin,
+                "unpin" => FlowOp::Unpin,
+                "resetRate" => FlowOp::ResetRate,
+                _ => return None,
+            };
+            Some((key, op))
+        });
+        Some(match op {
+            Some((key, op)) => {
+                decode(key, false, "flow-control key").map(|key| Self::FlowOp { key, op })
+            }
+            None => decode(key_part, false, "flow-control key").map(|key| Self::FlowKey { key }),
+        })
+    }
+
+    /// The methods this route accepts, as the `Allow` header lists them. The SDKs always POST
+    /// to the vector API, so POST is accepted on every vector route; the reference's other
+    /// methods (GET for reads without a body, DELETE for deletions) are accepted too.
+    pub(crate) fn allowed(&self) -> &'static str {
+        match self {
+            Self::Vector { op, .. } => match op {
+                VectorOp::Info | VectorOp::ListNamespaces => "GET, POST",
+                VectorOp::Delete | VectorOp::Reset | VectorOp::DeleteNamespace => "DELETE, POST",
+                VectorOp::Upsert
+                | VectorOp::Update
+                | VectorOp::Query
+                | VectorOp::Fetch
+                | VectorOp::Range => "POST",
+            },
+            Self::VectorUnsupported { .. }
+            | Self::Publish { .. }
+            | Self::FlowOp { .. }
+            | Self::ResetPassword { .. } => "POST",
+            Self::FlowList | Self::FlowKey { .. } | Self::GlobalParallelism => "GET",
+        }
+    }
+
+    /// Whether `method` is one of [`allowed`](Self::allowed).
+    pub(crate) fn accepts(&self, method: &Method) -> bool {
+        self.allowed().split(", ").any(|m| m == method.as_str())
+    }
+
+    /// How a path that did not parse would authenticate (by its API's prefix), so a request
+    /// with a malformed path parameter still gets 401 before 400 when it has no credentials.
+    pub(crate) fn auth_of_path(path: &str) -> Auth {
+        if path.starts_with("/v2/redis/") {
+            Auth::Basic
+        } else if path.starts_with("/v2/") {
+            Auth::Bearer(Api::Queue)
+        } else {
+            Auth::Bearer(Api::Vector)
+        }
+    }
+
+    /// How this route authenticates.
+    pub(crate) fn auth(&self) -> Auth {
+        match self {
+            Self::Vector { .. } | Self::VectorUnsupported { .. } => Auth::Bearer(Api::Vector),
+            Self::Publish { .. }
+            | Self::FlowList
+            | Self::FlowKey { .. }
+            | Self::FlowOp { .. }
+            | Self::GlobalParallelism => Auth::Bearer(Api::Queue),
+            Self::ResetPassword { .. } => Auth::Basic,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector(op: VectorOp, namespace: &str) -> Route {
+        Route::Vector {
+            op,
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    #[test]
+    fn vector_paths_with_and_without_namespace() {
+        assert_eq!(
+            Route::parse("/upsert").unwrap(),
+            vector(VectorOp::Upsert, "")
+        );
+        assert_eq!(
+            Route::parse("/query/docs").unwrap(),
+            vector(VectorOp::Query, "docs")
+        );
+        assert_eq!(
+            Route::parse("/delete-namespace/a%20b/c").unwrap(),
+            vector(VectorOp::DeleteNamespace, "a b/c")
+        );
+        assert_eq!(Route::parse("/info").unwrap(), vector(VectorOp::Info, ""));
+        assert!(matches!(
+            Route::parse("/info/x"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/nope"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("upsert"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/query/%zz"),
+            Err(WireError::BadEncoding { .. })
+        ));
+        assert!(matches!(
+            Route::parse("/query-data"),
+            Ok(Route::VectorUnsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn queue_paths() {
+        assert_eq!(
+            Route::parse("/v2/publish/http://h:1/a//b").unwrap(),
+            Route::Publish {
+                destination: "http://h:1/a//b".to_owned()
+            }
+        );
+        assert_eq!(Route::parse("/v2/flowControl").unwrap(), Route::FlowList);
+        assert_eq!(
+            Route::parse("/v2/flowControl/k%2F1").unwrap(),
+            Route::FlowKey {
+                key: "k/1".to_owned()
+            }
+        );
+        assert_eq!(
+            Route::parse("/v2/flowControl/a/b/resetRate").unwrap(),
+            Route::FlowOp {
+                key: "a/b".to_owned(),
+                op: FlowOp::ResetRate
+            }
+        );
+        assert_eq!(
+            Route::parse("/v2/globalParallelism").unwrap(),
+            Route::GlobalParallelism
+        );
+        assert_eq!(
+            Route::parse("/v2/redis/reset-password/db%201").unwrap(),
+            Route::ResetPassword {
+                id: "db 1".to_owned()
+            }
+        );
+        assert!(matches!(
+            Route::parse("/v2/other"),
+            Err(WireError::RouteNotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn methods() {
+        let info = vector(VectorOp::Info, "");
+        assert!(info.accepts(&Method::Get) && info.accepts(&Method::Post));
+        assert!(!info.accepts(&Method::Delete));
+        assert!(!vector(VectorOp::Upsert, "").accepts(&Method::Get));
+        assert!(Route::FlowList.accepts(&Method::Get));
+        assert!(!Route::FlowList.accepts(&Method::Post));
+        assert!(!Route::GlobalParallelism.accepts(&Method::Other("BREW".into())));
+    }
+}

@@ -1,0 +1,71 @@
+//! Filtered search through the graph returns `min(k, matching)` results, all matching, never
+//! short, whatever the selectivity.
+
+mod dense_support;
+
+use dense_support::{METRICS, backends, build, build_with, clustered, for_metric};
+use std::collections::HashSet;
+
+type Filter = Box<dyn Fn(u32) -> bool>;
+
+#[test]
+fn filtered_graph_search_is_never_short_and_only_returns_allowed_ids() {
+    for (backend, metric) in backends().into_iter().flat_map(|b| METRICS.map(|m| (b, m))) {
+        let data = for_metric(metric, clustered(2_500, 24, 25, 31));
+        let index = build_with(metric, &data, true, backend);
+        let exact = build(metric, &data, false);
+        let filters: Vec<(&str, Filter)> = vec![
+            ("half", Box::new(|id| id % 2 == 0)),
+            ("tenth", Box::new(|id| id % 10 == 3)),
+            ("one in 200", Box::new(|id| id % 200 == 7)),
+            ("three ids", Box::new(|id| [5, 900, 2_222].contains(&id))),
+            ("none", Box::new(|_| false)),
+            (
+                "one cluster of ids",
+                Box::new(|id| (1_000..1_100).contains(&id)),
+            ),
+        ];
+        for (name, allow) in &filters {
+            let matching = (0..data.len() as u32).filter(|id| allow(*id)).count();
+            let mut hits = 0;
+            let mut total = 0;
+            for q in data.iter().step_by(131) {
+                for k in [1, 10, 50] {
+                    let got = index
+                        .search(q, k, Some(16), Some(allow.as_ref()), None)
+                        .expect("valid");
+                    assert_eq!(
+                        got.len(),
+                        k.min(matching),
+                        "{backend:?} {metric:?} {name} k={k}"
+                    );
+                    assert!(
+                        got.iter().all(|h| allow(h.0)),
+                        "{backend:?} {metric:?} {name}: disallowed id"
+                    );
+                    let ids: HashSet<u32> = got.iter().map(|h| h.0).collect();
+                    assert_eq!(
+                        ids.len(),
+                        got.len(),
+                        "{backend:?} {metric:?} {name}: duplicate ids"
+                    );
+                    let truth: HashSet<u32> = exact
+                        .search(q, k, None, Some(allow.as_ref()), None)
+                        .expect("valid")
+                        .into_iter()
+                        .map(|h| h.0)
+                        .collect();
+                    hits += ids.intersection(&truth).count();
+                    total += truth.len();
+                }
+            }
+            if total > 0 {
+                let recall = hits as f64 / total as f64;
+                assert!(
+                    recall >= 0.9,
+                    "{backend:?} {metric:?} {name}: filtered recall {recall:.3}"
+                );
+            }
+        }
+    }
+}
