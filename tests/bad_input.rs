@@ -507,7 +507,7 @@ fn rows() -> Vec<Row> {
                     .unwrap();
                     let hits = ix.query("", &Query::dense(vec![1e38, 1e38], 2)).unwrap();
                     assert_eq!(hits.len(), 2);
-                    // Scores in [0, 1] even when products overflow: see the ignored test below.
+                    assert_scores(&hits);
                     assert_eq!(
                         fetch_all(&ix, "big").unwrap().vector,
                         Some(vec![1e38, -1e38])
@@ -994,8 +994,16 @@ fn rows() -> Vec<Row> {
                 assert!(e.is_empty(), "a rejected insert stores nothing");
                 e.insert(1, &[1.0, 2.0, 3.0]).unwrap();
                 e.insert(u32::MAX, &[1e38, -1e38, 0.0]).unwrap();
+                // A huge ef is either clamped or refused with a typed error naming it.
+                match e.search(&[1.0, 2.0, 3.0], 5, Some(usize::MAX), None, None) {
+                    Ok(hits) => assert_eq!(hits.len(), 2),
+                    Err(err) => assert!(
+                        matches!(err, VectorError::InvalidParameter { name: "ef", .. }),
+                        "{err:?}"
+                    ),
+                }
                 let hits = e
-                    .search(&[1.0, 2.0, 3.0], usize::MAX, Some(usize::MAX), None, None)
+                    .search(&[1.0, 2.0, 3.0], usize::MAX, None, None, None)
                     .unwrap();
                 assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), [1, u32::MAX]);
                 assert!(
@@ -1081,8 +1089,6 @@ fn bad_input_table() {
 /// Products of finite values can overflow (`1e38 * 1e38 - 1e38 * 1e38` is `inf - inf`, NaN);
 /// DESIGN §2.2 promises dense scores in [0, 1] whatever the metric.
 #[test]
-#[ignore = "main's placeholder dense engine scores inf - inf as NaN; the graph engine (branch \
-            dense) ranks such scores last at 0.0 and passes this"]
 fn overflowing_dense_products_still_score_in_the_unit_interval() {
     for metric in [Metric::Euclidean, Metric::DotProduct, Metric::Cosine] {
         let ix = Index::new(IndexConfig::dense(2, metric)).unwrap();
