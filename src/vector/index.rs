@@ -31,6 +31,18 @@ pub const DEFAULT_NAMESPACE: &str = "";
 /// `false`), as the reference service answers; it is created by its first upsert and removed
 /// only by [`Index::delete_namespace`] or [`Index::reset_all`].
 ///
+/// [`Index::save`] and [`Index::load`] write and read a checksummed binary snapshot of the
+/// whole index (configuration, namespaces, records); load rebuilds the search structures.
+///
+/// # Memory
+/// Heap per record, measured with a counting allocator by `examples/persistence.rs` on 43,000
+/// hybrid records (384-d, ~18 sparse entries, ~180-byte data): about 3.2 KB in all, of which
+/// the dense engine ~1.95 KB (1,536 bytes of floats, plus norms and the HNSW links), the
+/// sparse engine ~14 bytes per posting (index + value + bookkeeping), and the record layer
+/// ~1 KB (id map and slot, metadata as a `serde_json::Value`, data; ~210 bytes of that is the
+/// text itself). Deleted records free their record-layer memory at once; the dense engine
+/// reclaims tombstoned vectors when it compacts.
+///
 /// # Examples
 /// ```
 /// use flowvec::vector::{Index, IndexConfig, Metric, Query, Vector};
