@@ -36,9 +36,10 @@ pub const DEFAULT_NAMESPACE: &str = "";
 ///
 /// # Memory
 /// Heap per record, measured with a counting allocator by `examples/persistence.rs` on 43,000
-/// hybrid records (384-d, ~18 sparse entries, ~180-byte data): about 3.2 KB in all, of which
+/// hybrid records (384-d, ~18 sparse entries, ~180-byte data): about 3.4 KB in all, of which
 /// the dense engine ~1.95 KB (1,536 bytes of floats, plus norms and the HNSW links), the
-/// sparse engine ~14 bytes per posting (index + value + bookkeeping), and the record layer
+/// sparse engine ~23.5 bytes per posting (8 bytes of index and value, plus the inverted
+/// index's bookkeeping), and the record layer
 /// ~1 KB (id map and slot, metadata as a `serde_json::Value`, data; ~210 bytes of that is the
 /// text itself). Deleted records free their record-layer memory at once; the dense engine
 /// reclaims tombstoned vectors when it compacts.

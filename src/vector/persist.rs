@@ -56,9 +56,9 @@
 //!
 //! | | time | note |
 //! |---|---|---|
-//! | save | 0.19 s CPU | 80.2 MiB, 1,956 bytes/record (1,536 of them the dense floats) |
+//! | save | 0.19–0.45 s CPU | 80.2 MiB, 1,956 bytes/record (1,536 of them the dense floats) |
 //! | load, placeholder exact-scan engines | 0.33 s CPU | reading, checksums, validation, record layer |
-//! | load, HNSW graph engine | 26 s CPU | the same, plus the graph build (as slow as upserting) |
+//! | load, HNSW graph engine | 24–27 s CPU | the same, plus the graph build (upserting: 24 s) |
 //!
 //! Saving the graph's links too is therefore the obvious later optimisation: it would cut a
 //! restart from ~26 s to well under a second for this dataset (the graph build is ~98% of the
