@@ -24,6 +24,7 @@ mod merge_patch;
 mod metric;
 mod namespace;
 mod ops;
+mod persist;
 mod query;
 mod record;
 pub mod sparse;
@@ -39,7 +40,9 @@ pub use ops::{
     Delete, DenseIndexInfo, Fetch, IndexInfo, MetadataUpdateMode, NamespaceInfo, Range,
     RangeResult, SparseIndexInfo, Update,
 };
+pub use persist::SNAPSHOT_FORMAT_VERSION;
 pub use query::{FusionAlgorithm, Query, QueryMode, QueryResult, WeightingStrategy};
 pub use record::{FetchResult, SparseVector, Vector};
 pub use topk::{TieBreak, TopK};
+pub use validate::METADATA_MAX_DEPTH;
 pub use value_index::{MAX_ARRAY_ELEMENTS, MAX_FIELDS, MAX_STRING_BYTES, ValueIndex};

@@ -196,4 +196,46 @@ pub enum VectorError {
         /// The namespace name.
         namespace: String,
     },
+    /// Metadata nested deeper than the index allows (every stored metadata must survive a
+    /// JSON round trip and a snapshot, and be walked without deep recursion).
+    #[error(
+        "metadata nested {depth} levels deep, expected at most {max} levels of objects and arrays"
+    )]
+    MetadataTooDeep {
+        /// How deep it is nested (at least `max + 1`; counting stops there).
+        depth: usize,
+        /// The limit ([`METADATA_MAX_DEPTH`](crate::vector::METADATA_MAX_DEPTH)).
+        max: usize,
+    },
+    /// A snapshot's bytes are not a valid index snapshot: wrong magic, a checksum mismatch, a
+    /// malformed section or a record the index rejects.
+    #[error("index snapshot is corrupt at byte {offset}: {reason}")]
+    SnapshotCorrupt {
+        /// Byte offset (from the snapshot's start) of the header or section at fault.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A snapshot that ends before its end marker (an interrupted write or copy).
+    #[error("index snapshot is truncated: it ends at byte {offset}, before its end marker")]
+    SnapshotTruncated {
+        /// Where the bytes ran out.
+        offset: u64,
+    },
+    /// A snapshot written in a format version this build does not read.
+    #[error("index snapshot format version {found} is not supported, expected version {expected}")]
+    SnapshotVersion {
+        /// The version in the snapshot's header.
+        found: u32,
+        /// The version this build writes and reads.
+        expected: u32,
+    },
+    /// The host's reader or writer failed while loading or saving a snapshot.
+    #[error("index snapshot I/O error ({kind:?}): {message}")]
+    SnapshotIo {
+        /// The I/O error's kind.
+        kind: std::io::ErrorKind,
+        /// The I/O error's message.
+        message: String,
+    },
 }

@@ -10,7 +10,7 @@ use crate::vector::filtering;
 use crate::vector::namespace::{Change, Include, Namespace, Plan};
 use crate::vector::ops::{DenseIndexInfo, NamespaceInfo, SparseIndexInfo};
 use crate::vector::sparse::Weighting;
-use crate::vector::validate::{Validator, context};
+use crate::vector::validate::{Validator, check_depth, context};
 use crate::vector::{
     Delete, Fetch, FetchResult, IndexConfig, IndexInfo, Metric, Query, QueryMode, QueryResult,
     Range, RangeResult, Update, Vector, VectorError, WeightingStrategy,
@@ -30,6 +30,19 @@ pub const DEFAULT_NAMESPACE: &str = "";
 /// reads as empty (query `[]`, fetch `None`s, range an empty last page, delete 0, update
 /// `false`), as the reference service answers; it is created by its first upsert and removed
 /// only by [`Index::delete_namespace`] or [`Index::reset_all`].
+///
+/// [`Index::save`] and [`Index::load`] write and read a checksummed binary snapshot of the
+/// whole index (configuration, namespaces, records); load rebuilds the search structures.
+///
+/// # Memory
+/// Heap per record, measured with a counting allocator by `examples/persistence.rs` on 43,000
+/// hybrid records (384-d, ~18 sparse entries, ~180-byte data): about 3.4 KB in all, of which
+/// the dense engine ~1.95 KB (1,536 bytes of floats, plus norms and the HNSW links), the
+/// sparse engine ~23.5 bytes per posting (8 bytes of index and value, plus the inverted
+/// index's bookkeeping), and the record layer
+/// ~1 KB (id map and slot, metadata as a `serde_json::Value`, data; ~210 bytes of that is the
+/// text itself). Deleted records free their record-layer memory at once; the dense engine
+/// reclaims tombstoned vectors when it compacts.
 ///
 /// # Examples
 /// ```
@@ -81,6 +94,21 @@ impl Index {
 
     fn get(&self, namespace: &str) -> Option<Arc<RwLock<Namespace>>> {
         self.namespaces.read().get(namespace).cloned()
+    }
+
+    /// Every namespace with its lock, in name order, as of now (snapshots lock them one at a
+    /// time; a namespace removed meanwhile has `deleted` set).
+    pub(crate) fn namespace_handles(&self) -> Vec<(String, Arc<RwLock<Namespace>>)> {
+        self.namespaces
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    /// Creates `namespace` when missing (snapshot load restores empty namespaces too).
+    pub(crate) fn create_namespace(&self, namespace: &str) -> Result<(), VectorError> {
+        self.write(namespace, true, |_| Ok(())).map(|_| ())
     }
 
     /// Runs `f` under `namespace`'s write lock, creating the namespace when `create`; `None`
@@ -186,7 +214,11 @@ impl Index {
         let sparse = sparse_vector
             .map(|s| validator.sparse(s, &ctx))
             .transpose()?;
-        // The object rule is checked now; the size cap once the patch has been applied.
+        // The object rule is checked now; the size cap once the patch has been applied. The
+        // depth cap first, so a deep patch never reaches the recursive merge.
+        if let Some(m) = &metadata {
+            check_depth(m)?;
+        }
         if let Some(m) = metadata.as_ref().filter(|m| !m.is_object()) {
             validator.metadata_size(m)?;
         }

@@ -83,13 +83,14 @@ impl Validator<'_> {
         }
     }
 
-    /// Checks that `m` is an object within the cap; returns its compact JSON size.
+    /// Checks that `m` is an object within the caps; returns its compact JSON size.
     pub(crate) fn metadata_size(&self, m: &Value) -> Result<usize, VectorError> {
         if !m.is_object() {
             return Err(VectorError::MetadataNotObject {
                 found: json_type(m),
             });
         }
+        check_depth(m)?;
         let size = serde_json::to_vec(m).map_or(usize::MAX, |bytes| bytes.len());
         let max = self.config.limits.metadata_max_bytes;
         if size > max {
@@ -177,6 +178,34 @@ pub(crate) fn check_sparse(sparse: SparseVector, max: usize) -> Result<SparseVec
     })
 }
 
+/// How deeply metadata may nest objects and arrays: `{"a": {"b": [1]}}` is 3 levels.
+///
+/// Every stored metadata must be accepted again when it comes back over the wire (serde_json
+/// parses at most 128 levels) or from a snapshot, and must be walked (filters, merge patches,
+/// serialisation) without deep recursion; 64 levels is far beyond any real metadata.
+pub const METADATA_MAX_DEPTH: usize = 64;
+
+/// [`VectorError::MetadataTooDeep`] when `m` nests deeper than [`METADATA_MAX_DEPTH`]; walks
+/// the value with an explicit stack, so a deep value cannot overflow the call stack here.
+pub(crate) fn check_depth(m: &Value) -> Result<(), VectorError> {
+    let mut stack: Vec<(&Value, usize)> = vec![(m, 1)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(o) => Box::new(o.values()),
+            _ => continue,
+        };
+        if depth > METADATA_MAX_DEPTH {
+            return Err(VectorError::MetadataTooDeep {
+                depth,
+                max: METADATA_MAX_DEPTH,
+            });
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    Ok(())
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -196,6 +225,36 @@ mod tests {
     fn sparse_is_sorted_with_values_following_their_indices() {
         let s = check_sparse(SparseVector::new(vec![5, -3, 0], vec![1.0, 2.0, 3.0]), 10).unwrap();
         assert_eq!(s, SparseVector::new(vec![-3, 0, 5], vec![2.0, 3.0, 1.0]));
+    }
+
+    #[test]
+    fn metadata_depth_is_counted_in_containers() {
+        let mut v = serde_json::json!(1);
+        for _ in 0..METADATA_MAX_DEPTH {
+            v = serde_json::json!({ "k": [v] });
+        }
+        // Each round adds an object and an array: 2 * max levels, too deep.
+        assert!(matches!(
+            check_depth(&v),
+            Err(VectorError::MetadataTooDeep {
+                max: METADATA_MAX_DEPTH,
+                ..
+            })
+        ));
+        let mut ok = serde_json::json!("leaf");
+        for _ in 0..METADATA_MAX_DEPTH {
+            ok = serde_json::json!({ "k": ok });
+        }
+        assert_eq!(check_depth(&ok), Ok(()));
+        let too_deep = serde_json::json!({ "k": ok });
+        assert_eq!(
+            check_depth(&too_deep),
+            Err(VectorError::MetadataTooDeep {
+                depth: METADATA_MAX_DEPTH + 1,
+                max: METADATA_MAX_DEPTH
+            })
+        );
+        assert_eq!(check_depth(&serde_json::json!({})), Ok(()));
     }
 
     #[test]
