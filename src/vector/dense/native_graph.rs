@@ -359,6 +359,7 @@ impl AnnGraph for NativeGraph {
     fn reserve(&mut self, slots: usize) {
         let more = slots.saturating_sub(self.levels.len());
         self.links0.reserve_exact(more * (1 + self.m0));
+        super::kernels::advise_huge_pages(&self.links0);
         self.levels.reserve_exact(more);
         self.upper_offset.reserve_exact(more);
     }
