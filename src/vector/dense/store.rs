@@ -163,6 +163,12 @@ impl Store {
         }
     }
 
+    /// Prefetches `slot`'s inverse norm (cosine only; a hint).
+    #[inline]
+    pub(crate) fn prefetch_inv_norm(&self, slot: u32) {
+        super::kernels::prefetch(&self.inv_norms, slot as usize);
+    }
+
     pub(crate) fn inv_norm(&self, slot: u32) -> f32 {
         self.inv_norms.get(slot as usize).copied().unwrap_or(1.0)
     }
