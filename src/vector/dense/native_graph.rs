@@ -6,7 +6,11 @@
 //! not copied: distances read the store's contiguous rows (for cosine, the row times its
 //! inverse norm). Searches take a scratch (visited marks with a generation counter, both
 //! heaps, a buffer) from a small pool, so a search allocates nothing once warm; the next
-//! neighbour's vector is prefetched while the current one is scored. Neighbours are chosen
+//! neighbour's vector (and, for cosine, its inverse norm) is prefetched while the current one
+//! is scored, and a node pushed onto the frontier gets its neighbour list prefetched at once
+//! (hnswlib stores links and vector in one block for the same effect; measured +2–7% QPS at
+//! ef 32–64). The vectors and base-layer links sit on transparent huge pages when the OS
+//! allows (`kernels::advise_huge_pages`): build +25%, QPS +10% on 66 MB of vectors. Neighbours are chosen
 //! with the paper's heuristic (keep a candidate only if it is nearer the new node than every
 //! neighbour kept so far), both on insert and when a full neighbour list is pruned. Levels come
 //! from a seeded generator, so a build is deterministic given its inputs.
@@ -21,7 +25,7 @@ use std::collections::BinaryHeap;
 /// Highest level a node may get (levels above ~log_M(n) are astronomically unlikely anyway).
 const MAX_LEVEL: u8 = 15;
 /// Cache lines of the next neighbour's row prefetched while the current one is scored.
-const PREFETCH_LINES: usize = 4;
+const PREFETCH_LINES: usize = 8;
 /// Marks an absent upper-layer block.
 const NO_UPPER: u32 = u32::MAX;
 /// The level generator's fixed seed (determinism: same inserts, same graph).
@@ -285,11 +289,15 @@ impl NativeGraph {
             for (i, &n) in fresh.iter().enumerate() {
                 if let Some(&next) = fresh.get(i + 1) {
                     prefetch_row(data, next as usize * dim, dim);
+                    store.prefetch_inv_norm(next);
                 }
                 let d = Self::dist_query(store, query, n);
                 let full = scratch.results.len() >= ef;
                 if !full || scratch.results.peek().is_some_and(|worst| d < worst.dist) {
                     let near = Near { dist: d, slot: n };
+                    // Likely expanded soon: fetch its neighbour list now, while its vector
+                    // (just scored) is hot; hnswlib gets this by storing both in one block.
+                    self.prefetch_links(n, level);
                     scratch.candidates.push(std::cmp::Reverse(near));
                     if accept.is_none_or(|f| f(n)) {
                         scratch.results.push(near);
@@ -359,6 +367,7 @@ impl AnnGraph for NativeGraph {
     fn reserve(&mut self, slots: usize) {
         let more = slots.saturating_sub(self.levels.len());
         self.links0.reserve_exact(more * (1 + self.m0));
+        super::kernels::advise_huge_pages(&self.links0);
         self.levels.reserve_exact(more);
         self.upper_offset.reserve_exact(more);
     }
@@ -466,7 +475,9 @@ impl AnnGraph for NativeGraph {
 /// hardware prefetcher streams the rest once the kernel starts on it. Measured on minilm-text
 /// (thread CPU time, native graph): no prefetch 7,548 / 3,007 QPS at ef 16 / 64; the whole
 /// 24-line row 8,101 / 2,575 (the `prefetcht0`s stalled on full fill buffers, perf: 38% of
-/// `search_layer`); 4 lines 9,198 / 3,544 with 3% faster builds.
+/// `search_layer`); 4 lines 9,198 / 3,544 with 3% faster builds. Once rows sat on huge pages
+/// (no TLB walk per row), 8 lines beat 4 and 2 in side-by-side runs under equal load (two
+/// runs, 8 vs 4 lines: QPS +5–28% at ef 16, +4–18% at ef 64, build +2%).
 #[inline(always)]
 fn prefetch_row(data: &[f32], start: usize, dim: usize) {
     let mut offset = 0;

@@ -18,6 +18,7 @@ pub(crate) fn grow_for<T>(v: &mut Vec<T>, needed: usize) {
     if needed > v.capacity() {
         let step = (v.capacity() / 4).max(needed - v.len()).max(1024);
         v.reserve_exact(step);
+        super::kernels::advise_huge_pages(v);
     }
 }
 
@@ -108,6 +109,7 @@ impl Store {
     /// Makes room for `additional` more vectors without reallocating.
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.data.reserve_exact(additional * self.dim);
+        super::kernels::advise_huge_pages(&self.data);
         if self.metric == Metric::Cosine {
             self.inv_norms.reserve_exact(additional);
         }
@@ -159,6 +161,12 @@ impl Store {
             }
             _ => row.to_vec(),
         }
+    }
+
+    /// Prefetches `slot`'s inverse norm (cosine only; a hint).
+    #[inline]
+    pub(crate) fn prefetch_inv_norm(&self, slot: u32) {
+        super::kernels::prefetch(&self.inv_norms, slot as usize);
     }
 
     pub(crate) fn inv_norm(&self, slot: u32) -> f32 {
