@@ -18,8 +18,12 @@ use flowvec::vector::{Index, IndexConfig, Metric, Query, ValueIndex, Vector};
 use serde_json::{Value, json};
 use std::error::Error;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
+
+#[path = "support/dataset.rs"]
+mod dataset;
+use dataset::*;
 
 const PRESETS: &[&str] = &[
     "source IN ('gnu:info_manuals', 'man:pages')",
@@ -33,23 +37,6 @@ const PRESETS: &[&str] = &[
     "source GLOB 'gensim:pang*'",
     "row >= 30000 AND row < 30043",
 ];
-
-fn read_fvecs(path: &Path) -> Result<Vec<Vec<f32>>, Box<dyn Error>> {
-    let bytes = fs::read(path)?;
-    let mut rows = Vec::new();
-    let mut at = 0;
-    while at + 4 <= bytes.len() {
-        let dim = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
-        at += 4;
-        let row = bytes[at..at + 4 * dim]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        at += 4 * dim;
-        rows.push(row);
-    }
-    Ok(rows)
-}
 
 fn metadata(row: usize, source: &str, passage: &str) -> Value {
     let words: Vec<String> = passage

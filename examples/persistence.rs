@@ -25,10 +25,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::error::Error;
 use std::fs;
-use std::io::{BufRead, BufReader, BufWriter};
+use std::io::{BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+#[path = "support/dataset.rs"]
+mod dataset;
+use dataset::*;
 
 /// Counts live heap bytes, so memory figures are measured rather than estimated.
 struct Counting;
@@ -84,37 +88,6 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
 
 fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn read_fvecs(path: &Path) -> Result<Vec<Vec<f32>>, Box<dyn Error>> {
-    let bytes = fs::read(path)?;
-    let mut rows = Vec::new();
-    let mut at = 0;
-    while at + 4 <= bytes.len() {
-        let dim = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
-        at += 4;
-        let row = bytes[at..at + 4 * dim]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        at += 4 * dim;
-        rows.push(row);
-    }
-    Ok(rows)
-}
-
-fn read_sparse(path: &Path) -> Result<Vec<SparseVector>, Box<dyn Error>> {
-    BufReader::new(fs::File::open(path)?)
-        .lines()
-        .map(|l| Ok(serde_json::from_str(&l?)?))
-        .collect()
-}
-
-fn read_lines(path: &Path) -> Result<Vec<String>, Box<dyn Error>> {
-    Ok(fs::read_to_string(path)?
-        .lines()
-        .map(String::from)
-        .collect())
 }
 
 /// Base records and queries, from the dataset or generated.

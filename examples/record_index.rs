@@ -9,46 +9,17 @@
 
 use flowvec::vector::dense::{DenseConfig, DenseIndex};
 use flowvec::vector::{
-    FusionAlgorithm, Index, IndexConfig, Metric, Query, QueryMode, SparseVector, Vector,
-    WeightingStrategy,
+    FusionAlgorithm, Index, IndexConfig, Metric, Query, QueryMode, Vector, WeightingStrategy,
 };
 use serde_json::json;
 use std::error::Error;
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-fn read_vecs(path: &Path) -> Result<Vec<Vec<u32>>, Box<dyn Error>> {
-    let bytes = fs::read(path)?;
-    let mut rows = Vec::new();
-    let mut at = 0;
-    while at + 4 <= bytes.len() {
-        let dim = u32::from_le_bytes(bytes[at..at + 4].try_into()?) as usize;
-        at += 4;
-        let row = bytes[at..at + 4 * dim]
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        at += 4 * dim;
-        rows.push(row);
-    }
-    Ok(rows)
-}
-
-fn read_fvecs(path: &Path) -> Result<Vec<Vec<f32>>, Box<dyn Error>> {
-    Ok(read_vecs(path)?
-        .into_iter()
-        .map(|r| r.into_iter().map(f32::from_bits).collect())
-        .collect())
-}
-
-fn read_sparse(path: &Path) -> Result<Vec<SparseVector>, Box<dyn Error>> {
-    BufReader::new(fs::File::open(path)?)
-        .lines()
-        .map(|l| Ok(serde_json::from_str(&l?)?))
-        .collect()
-}
+#[path = "support/dataset.rs"]
+mod dataset;
+use dataset::*;
 
 fn id(i: usize) -> String {
     format!("{i:08}")
@@ -90,9 +61,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut queries_sparse = read_sparse(&dir.join("dev_queries_sparse.jsonl"))?;
     queries.truncate(nq);
     queries_sparse.truncate(nq);
-    let gt = read_vecs(&dir.join("dev_gt.ivecs"))?;
-    let gt_sparse = read_vecs(&dir.join("dev_gt_sparse.ivecs"))?;
-    let gt_idf = read_vecs(&dir.join("dev_gt_sparse_idf.ivecs"))?;
+    let gt = read_ivecs(&dir.join("dev_gt.ivecs"))?;
+    let gt_sparse = read_ivecs(&dir.join("dev_gt_sparse.ivecs"))?;
+    let gt_idf = read_ivecs(&dir.join("dev_gt_sparse_idf.ivecs"))?;
     println!(
         "record layer over the current dense/sparse engines; base={n} queries={}",
         queries.len()
