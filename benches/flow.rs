@@ -35,17 +35,50 @@ fn limits() -> Limits {
         .expect("valid")
 }
 
-fn key_names(n: usize) -> Vec<String> {
-    let mut names: Vec<String> = (0..n).map(|i| format!("tenant-{i}")).collect();
-    names.shuffle(&mut StdRng::seed_from_u64(7));
+/// Key names in one contiguous buffer, in the order the benchmarks visit them. A host has the
+/// key it just parsed from a request in cache; reading each name from its own heap allocation
+/// at a random address would add the harness's own cache miss to every call measured.
+struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+/// `tenant-0` .. `tenant-{n-1}` in a fixed shuffled order (keys of a 1M-key engine are visited
+/// at random slots).
+fn key_names(n: usize) -> Names {
+    let mut ids: Vec<usize> = (0..n).collect();
+    ids.shuffle(&mut StdRng::seed_from_u64(7));
+    let mut names = Names {
+        text: String::with_capacity(n * 14),
+        ends: Vec::with_capacity(n),
+    };
+    for i in ids {
+        names.text.push_str(&format!("tenant-{i}"));
+        names.ends.push(names.text.len());
+    }
     names
 }
 
 /// An engine holding `names` as live (idle) keys.
-fn engine_with_keys(names: &[String]) -> FlowControl<u64> {
+fn engine_with_keys<'a>(names: impl IntoIterator<Item = &'a str>) -> FlowControl<u64> {
     let mut fc = FlowControl::new(config());
     let now = Timestamp::from_millis(T0);
-    for (i, k) in names.iter().enumerate() {
+    for (i, k) in names.into_iter().enumerate() {
         fc.publish(Some(k), Some(limits()), i as u64, now)
             .expect("valid");
     }
@@ -64,43 +97,43 @@ fn cycle(fc: &mut FlowControl<u64>, key: &str, limits: Limits, i: u64) {
     black_box(fc.complete(d.id, now).expect("active"));
 }
 
-fn bench_cycle(c: &mut Criterion, names: &[String], fc_many: &mut FlowControl<u64>) {
+fn bench_cycle(c: &mut Criterion, names: &Names, fc_many: &mut FlowControl<u64>) {
     let mut g = c.benchmark_group("flow_cycle");
     let l = limits();
-    let mut fc = engine_with_keys(&names[..1]);
+    let mut fc = engine_with_keys([names.get(0)]);
     let mut i = 0u64;
     g.bench_function("1_key", |b| {
         b.iter(|| {
             i += 1;
-            cycle(&mut fc, &names[0], l, i);
+            cycle(&mut fc, names.get(0), l, i);
         });
     });
     let mut j = 0usize;
     g.bench_function("1M_keys", |b| {
         b.iter(|| {
             j = (j + 1) % names.len();
-            cycle(fc_many, &names[j], l, j as u64);
+            cycle(fc_many, names.get(j), l, j as u64);
         });
     });
     g.finish();
 }
 
-fn bench_governor(c: &mut Criterion, names: &[String]) {
+fn bench_governor(c: &mut Criterion, names: &Names) {
     let mut g = c.benchmark_group("governor_check_key");
     let quota = Quota::per_second(NonZeroU32::MAX);
     let one = RateLimiter::keyed(quota);
     g.bench_function("1_key", |b| {
-        b.iter(|| black_box(one.check_key(&names[0]).is_ok()))
+        b.iter(|| black_box(one.check_key(&names.get(0)).is_ok()))
     });
     let many = RateLimiter::keyed(quota);
-    for k in names {
-        let _ = many.check_key(k);
+    for k in names.iter() {
+        let _ = many.check_key(&k);
     }
     let mut j = 0usize;
     g.bench_function("1M_keys", |b| {
         b.iter(|| {
             j = (j + 1) % names.len();
-            black_box(many.check_key(&names[j]).is_ok())
+            black_box(many.check_key(&names.get(j)).is_ok())
         });
     });
     g.finish();
@@ -163,26 +196,26 @@ fn batch_ns(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
     (runs[runs.len() / 2], runs[0])
 }
 
-fn ratio_report(names: &[String], fc_many: &mut FlowControl<u64>) {
+fn ratio_report(names: &Names, fc_many: &mut FlowControl<u64>) {
     const ITERS: u64 = 200_000;
     let l = limits();
-    let mut fc = engine_with_keys(&names[..1]);
-    let flow_one = batch_ns(ITERS, |i| cycle(&mut fc, &names[0], l, i));
+    let mut fc = engine_with_keys([names.get(0)]);
+    let flow_one = batch_ns(ITERS, |i| cycle(&mut fc, names.get(0), l, i));
     let flow_many = batch_ns(ITERS, |i| {
         let j = i as usize % names.len();
-        cycle(fc_many, &names[j], l, i);
+        cycle(fc_many, names.get(j), l, i);
     });
     let quota = Quota::per_second(NonZeroU32::MAX);
     let one = RateLimiter::keyed(quota);
     let gov_one = batch_ns(ITERS, |_| {
-        black_box(one.check_key(&names[0]).is_ok());
+        black_box(one.check_key(&names.get(0)).is_ok());
     });
     let many = RateLimiter::keyed(quota);
-    for k in names {
-        let _ = many.check_key(k);
+    for k in names.iter() {
+        let _ = many.check_key(&k);
     }
     let gov_many = batch_ns(ITERS, |i| {
-        black_box(many.check_key(&names[i as usize % names.len()]).is_ok());
+        black_box(many.check_key(&names.get(i as usize % names.len())).is_ok());
     });
     println!(
         "\n== flow full cycle vs governor check_key (25 batches of 200k calls: median / best) =="
@@ -227,9 +260,9 @@ fn memory_report() {
     );
     drop(fc);
 
-    let names: Vec<String> = (0..n).map(|i| format!("tenant-{i}")).collect();
+    let names = key_names(n);
     let before = live();
-    let fc = engine_with_keys(&names);
+    let fc = engine_with_keys(names.iter());
     let per_key = (live() - before) as f64 / n as f64;
     println!(
         "live key ('tenant-NNNNNN', idle, with its reclamation timer): {per_key:.1} B each; budget 160 B"
@@ -240,7 +273,7 @@ fn memory_report() {
 fn main() {
     memory_report();
     let names = key_names(MILLION);
-    let mut fc_many = engine_with_keys(&names);
+    let mut fc_many = engine_with_keys(names.iter());
     let mut c = Criterion::default().configure_from_args();
     bench_cycle(&mut c, &names, &mut fc_many);
     bench_governor(&mut c, &names);

@@ -11,9 +11,10 @@
 //! - `time.rs` [`Timestamp`], [`MessageId`]; `limits.rs` [`Limits`], [`Rate`], [`Period`]
 //!   (header value parse/Display); `config.rs` [`FlowConfig`], [`Pin`], [`Unpin`];
 //!   `info.rs` [`Dispatch`], [`KeyInfo`], [`GlobalInfo`]; `error.rs` [`FlowError`].
-//! - `key.rs` per-key state (72 bytes: config, counters, flags, waitlist ends) and its status;
-//!   `window.rs` the fixed rate window; `keys.rs` the key slab (names interned to `u32` slots,
-//!   `hashbrown::HashTable<u32>` index, slot 0 = unkeyed messages).
+//! - `key.rs` per-key state (80 bytes: name, config, counters, flags, waitlist ends) and its
+//!   status; `key_name.rs` [`KeyName`] (short names inline); `window.rs` the fixed rate window;
+//!   `keys.rs` the key slab (names interned to `u32` slots, slot 0 = unkeyed messages);
+//!   `key_index.rs` the name index (hash to slot, one cache line per lookup).
 //! - `waitlist.rs` the message slab with intrusive doubly-linked FIFO waitlists;
 //!   `timers.rs` a min-heap of `(deadline, key slot)` with lazy invalidation.
 //! - `engine.rs` [`FlowControl`]; `snapshot.rs` [`FlowSnapshot`]; `shared.rs` [`SharedFlowControl`].
@@ -67,6 +68,8 @@ mod engine;
 mod error;
 mod info;
 mod key;
+mod key_index;
+mod key_name;
 mod keys;
 mod limits;
 mod shared;
@@ -80,6 +83,7 @@ pub use config::{FlowConfig, Pin, Unpin};
 pub use engine::FlowControl;
 pub use error::FlowError;
 pub use info::{Dispatch, GlobalInfo, KeyInfo};
+pub use key_name::KeyName;
 pub use limits::{Limits, Period, Rate};
 pub use shared::SharedFlowControl;
 pub use snapshot::FlowSnapshot;

@@ -17,6 +17,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod flow;
+mod hints;
 pub mod management;
 pub mod vector;
 pub mod wire;

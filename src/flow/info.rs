@@ -1,6 +1,6 @@
 //! What the engine reports: [`Dispatch`], [`KeyInfo`] and [`GlobalInfo`] (DESIGN §1.4 wire shape).
 
-use std::sync::Arc;
+use super::KeyName;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ pub struct Dispatch<M> {
     /// The message's id.
     pub id: MessageId,
     /// The message's flow-control key (`None` for a message published without one).
-    pub key: Option<Arc<str>>,
+    pub key: Option<KeyName>,
     /// A clone of the message (the engine keeps its own copy until `complete`).
     pub message: M,
 }

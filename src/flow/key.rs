@@ -1,9 +1,10 @@
 //! Per-key state (DESIGN §1.3): configuration, counters, flags and the waitlist ends.
 //!
-//! Kept at 72 bytes: the flags share a word with the period, "unlimited" is 0, and the
-//! waitlist itself lives in the message slab (only head/tail/length here).
+//! Kept at 80 bytes, name included (inline up to 23 bytes): the flags share a word with the
+//! period, "unlimited" is 0, and the waitlist itself lives in the message slab (only
+//! head/tail/length here).
 
-use std::sync::Arc;
+use super::KeyName;
 
 use super::FlowError;
 use super::window::RateWindow;
@@ -48,7 +49,7 @@ pub(super) enum KeyStatus {
 /// through `head`.
 #[derive(Debug, Clone)]
 pub(super) struct KeyState {
-    pub(super) name: Option<Arc<str>>,
+    pub(super) name: Option<KeyName>,
     pub(super) window_start: u64,
     /// Deadline of this key's pending timer entry, or [`NO_TIMER`].
     pub(super) timer_at: u64,
@@ -69,7 +70,7 @@ pub(super) struct KeyState {
 
 impl KeyState {
     /// A fresh live key: unlimited, period 1 s, nothing waiting.
-    pub(super) fn new(name: Arc<str>) -> Self {
+    pub(super) fn new(name: KeyName) -> Self {
         Self {
             name: Some(name),
             window_start: 0,
@@ -91,7 +92,7 @@ impl KeyState {
         Self {
             name: None,
             head: next_free,
-            ..Self::new(Arc::from(""))
+            ..Self::new(KeyName::from(""))
         }
     }
 
@@ -220,12 +221,12 @@ mod tests {
 
     #[test]
     fn key_state_stays_small() {
-        assert_eq!(std::mem::size_of::<KeyState>(), 72);
+        assert_eq!(std::mem::size_of::<KeyState>(), 80);
     }
 
     #[test]
     fn flags_and_period_share_a_word_without_clobbering() {
-        let mut k = KeyState::new(Arc::from("k"));
+        let mut k = KeyState::new(KeyName::from("k"));
         k.set(PAUSED, true);
         k.set(IN_READY, true);
         k.set_period_secs(604_800);

@@ -7,8 +7,6 @@
 //! the head of their keys' waitlists, exactly as `requeue` would: their calls were lost with the
 //! host, so delivery is at-least-once and nothing is lost.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use super::engine::FlowControl;
@@ -17,7 +15,7 @@ use super::key::{
 };
 use super::keys::{KeyTable, UNKEYED};
 use super::waitlist::{Ends, Entry, MessageSlab, SlotState};
-use super::{FlowConfig, FlowError, MessageId, Period, Timestamp};
+use super::{FlowConfig, FlowError, KeyName, MessageId, Period, Timestamp};
 
 /// A serializable image of a [`FlowControl`], from [`FlowControl::snapshot`].
 ///
@@ -270,17 +268,17 @@ fn restore_keys(keys: &[KeySnapshot], free: &[u32], key_slots: u32) -> Result<Ke
                 ks.slot
             )));
         }
-        let name: Arc<str> = match (&ks.key, ks.slot) {
+        let name: KeyName = match (&ks.key, ks.slot) {
             (None, UNKEYED) => {
                 seen_unkeyed = true;
-                Arc::from("")
+                KeyName::from("")
             }
             (Some(name), slot) if slot != UNKEYED => {
                 validate_key(name).map_err(|e| invalid(e.to_string()))?;
                 if table.find(name).is_some() {
                     return Err(invalid(format!("key {name:?} is listed twice")));
                 }
-                Arc::from(name.as_str())
+                KeyName::from(name.as_str())
             }
             _ => {
                 return Err(invalid(format!(

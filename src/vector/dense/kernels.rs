@@ -270,71 +270,12 @@ mod x86 {
     }
 }
 
-/// Prefetches the cache line holding `data[index]` (a hint; out-of-range indices are ignored).
-#[inline(always)]
-pub(crate) fn prefetch(data: &[f32], index: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if index < data.len() {
-        // SAFETY: `index` is in bounds, so the pointer is valid; prefetch never faults and
-        // SSE (which provides it) is part of the x86-64 baseline.
-        unsafe {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(index).cast::<i8>());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, index);
-}
+pub(crate) use crate::hints::{advise_huge_pages, prefetch};
 
-/// Prefetches the cache line holding `data[index]` (a hint; out-of-range indices are ignored).
+/// Prefetches the cache line holding `data[index]` of a link array (a hint).
 #[inline(always)]
 pub(crate) fn prefetch_u32(data: &[u32], index: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if index < data.len() {
-        // SAFETY: as in `prefetch`: in-bounds pointer, prefetch never faults, SSE is baseline.
-        unsafe {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().add(index).cast::<i8>());
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, index);
-}
-
-/// Buffers below this many bytes are left on normal pages (a huge page is 2 MiB).
-const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
-
-/// Asks Linux to back the whole 2 MiB pages of `buffer`'s allocation (its capacity, not just
-/// its length) with transparent huge pages. Graph searches touch rows at random across the
-/// whole buffer: with 4 KiB pages almost every row visit also misses the TLB (66 MB of
-/// vectors are 16k pages, far beyond the TLB), with 2 MiB pages the whole set fits. Only a
-/// hint: it does nothing on other systems, for small buffers, or when THP is off, and
-/// failures are ignored. Call it again after a reallocation (the advice follows the mapping).
-pub(crate) fn advise_huge_pages<T>(buffer: &Vec<T>) {
-    let bytes = buffer.capacity() * size_of::<T>();
-    if bytes < HUGE_PAGE_MIN_BYTES {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        const MADV_HUGEPAGE: i32 = 14;
-        unsafe extern "C" {
-            fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
-        }
-        let start = buffer.as_ptr() as usize;
-        let first = start.next_multiple_of(PAGE);
-        let end = (start + bytes) & !(PAGE - 1);
-        if end > first {
-            // SAFETY: [first, end) lies inside the Vec's live allocation (its capacity), page
-            // aligned as madvise requires; MADV_HUGEPAGE changes no contents and no mapping
-            // permissions, only how the kernel backs the pages, so no Rust reference is
-            // affected. The return value is ignored on purpose (a hint).
-            unsafe {
-                madvise(first as *mut std::ffi::c_void, end - first, MADV_HUGEPAGE);
-            }
-        }
-    }
+    prefetch(data, index);
 }
 
 #[cfg(test)]
