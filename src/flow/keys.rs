@@ -100,6 +100,9 @@ impl KeyTable {
     pub(super) fn insert_at(&mut self, slot: u32, state: KeyState) {
         let name = state.name.clone().unwrap_or_else(|| KeyName::from(""));
         if self.slots.len() <= slot as usize {
+            if self.slots.capacity() <= slot as usize {
+                self.grow(slot as usize + 1);
+            }
             self.slots
                 .resize_with(slot as usize + 1, || KeyState::vacant(NIL));
         }
@@ -122,7 +125,7 @@ impl KeyTable {
                 .filter(|&s| s != NIL)
                 .ok_or(FlowError::CapacityExceeded { what: "keys" })?;
             if self.slots.len() == self.slots.capacity() {
-                self.grow();
+                self.grow(self.slots.len() + 1);
             }
             self.slots.push(KeyState::new(name));
             slot
@@ -131,13 +134,15 @@ impl KeyTable {
         Ok(slot)
     }
 
-    /// Doubles the slab's capacity into a new buffer that is advised onto huge pages before
-    /// anything is written to it (a `realloc` would move the old buffer's pages, already
-    /// faulted in at 4 KiB): with a million keys, every lookup lands on a random slot of an
-    /// 80 MB slab, and with 4 KiB pages nearly every one also misses the TLB.
+    /// Moves the slab into a new buffer of at least `min_capacity` (and at least double the
+    /// old one), advised onto huge pages before anything is written to it (a `realloc` would
+    /// move the old buffer's pages, already faulted in at 4 KiB): with a million keys, every
+    /// lookup lands on a random slot of an 80 MB slab, and with 4 KiB pages nearly every one
+    /// also misses the TLB.
     #[cold]
-    fn grow(&mut self) {
-        let mut bigger = Vec::with_capacity((self.slots.len() * 2).max(16));
+    fn grow(&mut self, min_capacity: usize) {
+        let capacity = min_capacity.max(self.slots.len() * 2).max(16);
+        let mut bigger = Vec::with_capacity(capacity);
         crate::hints::advise_huge_pages(&bigger);
         bigger.append(&mut self.slots);
         self.slots = bigger;
