@@ -135,7 +135,7 @@ fn wrong_magic_and_wrong_versions() {
         Index::load(magic.as_slice()),
         Err(VectorError::SnapshotCorrupt { offset: 0, reason }) if reason.contains("magic")
     ));
-    for version in [0, 2, u32::MAX] {
+    for version in [0, SNAPSHOT_FORMAT_VERSION + 1, u32::MAX] {
         let mut v = bytes.clone();
         v[8..12].copy_from_slice(&version.to_le_bytes());
         assert_eq!(
@@ -420,4 +420,164 @@ fn crafted_huge_lengths_are_refused_without_allocating() {
     p.extend_from_slice(&[0; 8]);
     let bytes = Craft::new(&config).section(2, &p).end(1, 0);
     assert!(reason(&bytes).contains("namespace name"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crafted GRAPH sections (saved dense-graph links) with valid checksums.
+
+/// The sections of a snapshot after CONFIG and before END, as `(tag, payload)`.
+fn body_sections(bytes: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut at = 16;
+    while at < bytes.len() {
+        let tag = bytes[at];
+        let len = u64::from_le_bytes(bytes[at + 1..at + 9].try_into().unwrap()) as usize;
+        out.push((tag, bytes[at + 9..at + 9 + len].to_vec()));
+        at += 9 + len + 4;
+    }
+    out.retain(|(tag, _)| ![1, 4].contains(tag));
+    out
+}
+
+/// A dense index big enough to have a graph (more than 4,000 vectors), and its config.
+fn graph_index() -> (IndexConfig, Index) {
+    let mut config = IndexConfig::dense(3, Metric::Euclidean);
+    config.graph.m = 4;
+    config.graph.ef_construction = 8;
+    let index = Index::new(config.clone()).unwrap();
+    let recs: Vec<Vector> = (0..4_100)
+        .map(|i| {
+            let x = i as f32;
+            Vector::dense(format!("{i:05}"), vec![x.sin(), x.cos(), (x * 0.37).sin()])
+        })
+        .collect();
+    index.upsert("g", recs).unwrap();
+    (config, index)
+}
+
+/// Re-frames the snapshot's sections as format `version`, with `change` applied to the list,
+/// and fresh checksums (END keeps the original's counts).
+fn reframed(
+    config: &IndexConfig,
+    bytes: &[u8],
+    version: u32,
+    change: impl FnOnce(&mut Vec<(u8, Vec<u8>)>),
+) -> Vec<u8> {
+    let end_at = bytes.len() - 33; // END: tag and length (9), counts (16), stream CRC, CRC
+    let counts = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (namespaces, records) = (counts(end_at + 9), counts(end_at + 17));
+    let mut sections = body_sections(bytes);
+    change(&mut sections);
+    let mut c = Craft::new(config);
+    c.0[8..12].copy_from_slice(&version.to_le_bytes());
+    for (tag, payload) in &sections {
+        c.section(*tag, payload);
+    }
+    c.end(namespaces, records)
+}
+
+#[test]
+fn crafted_graph_links_are_checked_like_any_input() {
+    let (config, index) = graph_index();
+    let bytes = snapshot(&index);
+    let v = SNAPSHOT_FORMAT_VERSION;
+    let same = reframed(&config, &bytes, v, |_| {});
+    let first = same.iter().zip(&bytes).position(|(a, b)| a != b);
+    assert!(
+        same == bytes,
+        "re-framing gives the same bytes: lengths {} {}, first difference {first:?}",
+        same.len(),
+        bytes.len()
+    );
+    let graph = |s: &mut Vec<(u8, Vec<u8>)>| -> usize {
+        s.iter()
+            .position(|(tag, _)| *tag == 5)
+            .expect("a graph section")
+    };
+    let nodes = 4_100usize;
+    let links_at = 32 + nodes; // nodes, rng, entry, levels, word count
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, Damage)> = vec![
+        // The first node's base-layer count, then its first neighbour.
+        ("expected at most 8", Box::new(move |p| p[links_at] = 200)),
+        (
+            "expected a node below 4100",
+            Box::new(move |p| {
+                p[links_at + 4..links_at + 8].copy_from_slice(&5_000u32.to_le_bytes())
+            }),
+        ),
+        (
+            "twice or itself",
+            Box::new(move |p| p[links_at + 4..links_at + 8].copy_from_slice(&0u32.to_le_bytes())),
+        ),
+        ("expected at most 15", Box::new(|p| p[24] = 16)),
+        (
+            "graph entry node 9999",
+            Box::new(|p| p[16..24].copy_from_slice(&9_999u64.to_le_bytes())),
+        ),
+        (
+            "no entry node",
+            Box::new(|p| p[16..24].copy_from_slice(&u64::MAX.to_le_bytes())),
+        ),
+        (
+            "expected one per vector",
+            Box::new(|p| {
+                // One node fewer: drop the last level byte and shift the rest.
+                p[..8].copy_from_slice(&4_099u64.to_le_bytes());
+                p.remove(24 + 4_099);
+            }),
+        ),
+        (
+            "links end",
+            Box::new(move |p| {
+                let words = u64::from_le_bytes(p[24 + nodes..32 + nodes].try_into().unwrap());
+                p[24 + nodes..32 + nodes].copy_from_slice(&(words - 1).to_le_bytes());
+                p.truncate(p.len() - 4);
+            }),
+        ),
+        ("trailing bytes", Box::new(|p| p.push(0))),
+    ];
+    for (want, damage) in cases {
+        let bad = reframed(&config, &bytes, v, |s| {
+            let g = graph(s);
+            damage(&mut s[g].1);
+        });
+        let why = reason(&bad);
+        assert!(why.contains(want), "{why:?} should say {want:?}");
+    }
+    // Out of place: before the namespace's last records, twice, or with no namespace.
+    let early = reframed(&config, &bytes, v, |s| {
+        let at = graph(s);
+        let g = s.remove(at);
+        s.insert(2, g); // after namespace "g" (the default namespace "" comes first)
+    });
+    assert!(reason(&early).contains("after 0 of its 4100 records"));
+    let twice = reframed(&config, &bytes, v, |s| {
+        let at = graph(s);
+        let g = s[at].clone();
+        s.push(g);
+    });
+    assert!(reason(&twice).contains("second graph section"));
+    let orphan = reframed(&config, &bytes, v, |s| {
+        let at = graph(s);
+        let g = s.remove(at);
+        s.clear();
+        s.push(g);
+    });
+    assert!(reason(&orphan).contains("before any namespace"));
+}
+
+#[test]
+fn version_1_snapshots_still_load_and_rebuild_their_graphs() {
+    let (config, index) = graph_index();
+    let mut lean = Vec::new();
+    index.save_without_graph(&mut lean).unwrap();
+    let v1 = reframed(&config, &lean, 1, |_| {});
+    let loaded = Index::load(v1.as_slice()).unwrap();
+    assert_eq!(loaded.info().vector_count, 4_100);
+    let q = flowvec::vector::Query::dense(vec![0.1, 0.9, 0.2], 3);
+    assert_eq!(loaded.query("g", &q), index.query("g", &q));
+    // A GRAPH section is not part of version 1.
+    let with_graph = reframed(&config, &snapshot(&index), 1, |_| {});
+    assert!(reason(&with_graph).contains("unknown section type 5"));
 }

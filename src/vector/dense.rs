@@ -24,6 +24,7 @@
 mod config;
 mod exact;
 mod graph;
+mod graph_image;
 #[cfg(feature = "hnsw-rs")]
 mod hnsw_rs_graph;
 mod kernels;
@@ -34,6 +35,7 @@ pub use config::{DEFAULT_EXACT_THRESHOLD, DenseConfig, GraphBackend, MAX_EF};
 
 use crate::vector::{Metric, TieBreak, TopK, VectorError};
 use graph::AnnGraph;
+pub(crate) use graph_image::GraphImage;
 use kernels::Kernels;
 use store::Store;
 
@@ -64,6 +66,9 @@ pub struct DenseIndex {
     graph: Option<Box<dyn AnnGraph>>,
     /// Slots announced by [`DenseIndex::reserve`], passed on to a graph built later.
     reserved: usize,
+    /// A snapshot is being loaded: inserts do not build the graph, which comes from the
+    /// snapshot or is built once at the end ([`DenseIndex::finish_bulk_load`]).
+    bulk_loading: bool,
 }
 
 impl std::fmt::Debug for DenseIndex {
@@ -91,6 +96,7 @@ impl DenseIndex {
             store,
             graph: None,
             reserved: 0,
+            bulk_loading: false,
         })
     }
 
@@ -109,7 +115,9 @@ impl DenseIndex {
         let slot = self.store.push(id, vector);
         match &mut self.graph {
             Some(graph) => graph.insert(&self.store, slot),
-            None if self.store.len() > self.config.exact_threshold => self.build_graph(),
+            None if self.store.len() > self.config.exact_threshold && !self.bulk_loading => {
+                self.build_graph();
+            }
             None => {}
         }
         if replaced {
@@ -312,6 +320,75 @@ impl DenseIndex {
             }
         }
         top.into_sorted_vec()
+    }
+
+    /// Starts a bulk load into an empty index: inserts store vectors without building the
+    /// graph until [`DenseIndex::finish_bulk_load`].
+    pub(crate) fn begin_bulk_load(&mut self) {
+        self.bulk_loading = self.graph.is_none();
+    }
+
+    /// Ends a bulk load: adopts `image` as the graph (its node `i` is the vector of caller id
+    /// `ids[i]`), or, without one, builds the graph if the index is large enough for one.
+    ///
+    /// # Errors
+    /// What is wrong with the image: a node count or id that does not match the vectors held,
+    /// a graph this index's backend cannot adopt, or a problem [`GraphImage::validate`] finds.
+    /// The index then has no graph (searches scan) until the caller drops it.
+    pub(crate) fn finish_bulk_load(
+        &mut self,
+        image: Option<(&GraphImage, &[u32])>,
+    ) -> Result<(), String> {
+        self.bulk_loading = false;
+        let Some((image, ids)) = image else {
+            if self.graph.is_none() && self.store.len() > self.config.exact_threshold {
+                self.build_graph();
+            }
+            return Ok(());
+        };
+        if self.config.backend != GraphBackend::Native {
+            return Err("saved graph links, but this index's graph backend is not native".into());
+        }
+        if self.store.dead() > 0 || ids.len() != self.store.len() {
+            return Err(format!(
+                "the graph has {} nodes, expected one per vector ({})",
+                ids.len(),
+                self.store.len()
+            ));
+        }
+        let slots = ids
+            .iter()
+            .map(|&id| self.store.slot_of(id).ok_or(id))
+            .collect::<Result<Vec<u32>, u32>>()
+            .map_err(|id| format!("the graph names vector {id}, which is not held"))?;
+        let graph = native_graph::NativeGraph::from_image(
+            self.config.m,
+            self.config.ef_construction,
+            image,
+            &slots,
+        )?;
+        self.graph = Some(Box::new(graph));
+        Ok(())
+    }
+
+    /// The native graph as a [`GraphImage`] whose node `i` is the vector of caller id
+    /// `ids[i]`, where `ids` lists every vector held; `None` when there is no native graph,
+    /// when tombstones are waiting for compaction (they are waypoints of the graph that a
+    /// snapshot does not hold), or when `ids` does not cover the vectors.
+    pub(crate) fn graph_image(&self, ids: &[u32]) -> Option<GraphImage> {
+        let graph = self.graph.as_ref()?.as_native()?;
+        if self.store.dead() > 0 || ids.len() != self.store.len() {
+            return None;
+        }
+        let order = ids
+            .iter()
+            .map(|&id| self.store.slot_of(id))
+            .collect::<Option<Vec<u32>>>()?;
+        let mut node_of = vec![u32::MAX; self.store.slots()];
+        for (node, &slot) in order.iter().enumerate() {
+            node_of[slot as usize] = node as u32;
+        }
+        Some(graph.to_image(&order, |slot| node_of[slot as usize]))
     }
 
     /// Approximate heap bytes held by the index (vectors, ids, norms, graph).

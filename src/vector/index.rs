@@ -106,9 +106,14 @@ impl Index {
             .collect()
     }
 
-    /// Creates `namespace` when missing (snapshot load restores empty namespaces too).
-    pub(crate) fn create_namespace(&self, namespace: &str) -> Result<(), VectorError> {
-        self.write(namespace, true, |_| Ok(())).map(|_| ())
+    /// Runs `f` under `namespace`'s write lock, creating the namespace when missing (snapshot
+    /// load).
+    pub(crate) fn with_namespace<T>(
+        &self,
+        namespace: &str,
+        f: impl FnOnce(&mut Namespace) -> Result<T, VectorError>,
+    ) -> Result<Option<T>, VectorError> {
+        self.write(namespace, true, f)
     }
 
     /// Runs `f` under `namespace`'s write lock, creating the namespace when `create`; `None`

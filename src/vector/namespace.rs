@@ -6,7 +6,7 @@
 //! query can see a stale vector or a deleted record: the record layer and the engines change
 //! together under the namespace's write lock.
 
-use crate::vector::dense::{DenseConfig, DenseIndex};
+use crate::vector::dense::{DenseConfig, DenseIndex, GraphImage};
 use crate::vector::filter::Filter;
 use crate::vector::filtering::{self, NO_METADATA, Selection};
 use crate::vector::fusion::{dbsf, rrf};
@@ -507,6 +507,39 @@ impl Namespace {
     }
 
     /// Approximate heap bytes: engines plus records.
+    /// The dense graph as a [`GraphImage`] whose nodes are the records in id order (the order
+    /// a snapshot writes them), or `None` when there is no graph to save (see
+    /// [`DenseIndex::graph_image`]).
+    pub(crate) fn graph_image(&self) -> Option<GraphImage> {
+        let engine = self.dense.as_ref()?;
+        let slots: Vec<u32> = self.ids.values().copied().collect();
+        engine.graph_image(&slots)
+    }
+
+    /// Starts a snapshot load into this (empty) namespace: the dense graph is not built while
+    /// records arrive.
+    pub(crate) fn begin_bulk_load(&mut self) {
+        if let Some(engine) = self.dense.as_mut() {
+            engine.begin_bulk_load();
+        }
+    }
+
+    /// Ends a snapshot load: adopts `image` (nodes = records in id order) as the dense graph,
+    /// or builds the graph when there is no image.
+    ///
+    /// # Errors
+    /// What is wrong with the image; the namespace is then left without a graph.
+    pub(crate) fn finish_bulk_load(&mut self, image: Option<&GraphImage>) -> Result<(), String> {
+        let Some(engine) = self.dense.as_mut() else {
+            return match image {
+                Some(_) => Err("saved graph links, but the index has no dense part".into()),
+                None => Ok(()),
+            };
+        };
+        let slots: Vec<u32> = self.ids.values().copied().collect();
+        engine.finish_bulk_load(image.map(|image| (image, slots.as_slice())))
+    }
+
     pub(crate) fn memory_bytes(&self) -> usize {
         let engines = self.dense.as_ref().map_or(0, DenseIndex::memory_bytes)
             + self.sparse.as_ref().map_or(0, SparseIndex::memory_bytes)

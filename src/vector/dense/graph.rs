@@ -33,6 +33,12 @@ pub(crate) trait AnnGraph: Send + Sync {
 
     /// Approximate heap bytes held by the graph itself (not the store).
     fn memory_bytes(&self, store: &Store) -> usize;
+
+    /// The crate's own HNSW behind this seam, if that is what this graph is (snapshots save
+    /// its links; other backends are rebuilt on load).
+    fn as_native(&self) -> Option<&super::native_graph::NativeGraph> {
+        None
+    }
 }
 
 /// A non-negative distance, smaller is nearer, monotone in the metric's score. `a` is a

@@ -16,6 +16,7 @@
 //! from a seeded generator, so a build is deterministic given its inputs.
 
 use super::graph::{AnnGraph, distance};
+use super::graph_image::GraphImage;
 use super::kernels::{prefetch, prefetch_u32};
 use super::store::Store;
 use parking_lot::Mutex;
@@ -328,6 +329,78 @@ impl NativeGraph {
         }
     }
 
+    /// The graph as a [`GraphImage`] whose node `i` is slot `order[i]`; `node_of` maps a slot to
+    /// its node number. Every slot in `order` must be in the graph.
+    pub(crate) fn to_image(&self, order: &[u32], node_of: impl Fn(u32) -> u32) -> GraphImage {
+        let mut links = Vec::with_capacity(order.len() * (1 + self.m0));
+        let mut levels = Vec::with_capacity(order.len());
+        for &slot in order {
+            let level = self.levels[slot as usize];
+            levels.push(level);
+            for l in 0..=level {
+                let list = self.links(slot, l);
+                links.push(list.len() as u32);
+                links.extend(list.iter().map(|&s| node_of(s)));
+            }
+        }
+        GraphImage {
+            rng: self.rng,
+            entry: self.entry.map(node_of),
+            levels,
+            links,
+        }
+    }
+
+    /// A graph adopting `image`, whose node `i` becomes slot `slot_of[i]` (distinct slots).
+    ///
+    /// # Errors
+    /// The image's first problem (see [`GraphImage::validate`]), or a node count that does not
+    /// match `slot_of`.
+    pub(crate) fn from_image(
+        m: usize,
+        ef_construction: usize,
+        image: &GraphImage,
+        slot_of: &[u32],
+    ) -> Result<Self, String> {
+        if image.nodes() != slot_of.len() {
+            return Err(format!(
+                "the graph has {} nodes, expected one per vector ({})",
+                image.nodes(),
+                slot_of.len()
+            ));
+        }
+        let mut graph = NativeGraph::new(m, ef_construction, 0);
+        image.validate(graph.m, graph.m0, MAX_LEVEL)?;
+        let slots = slot_of.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
+        graph.links0 = Vec::with_capacity(slots * (1 + graph.m0));
+        super::kernels::advise_huge_pages(&graph.links0);
+        graph.links0.resize(slots * (1 + graph.m0), 0);
+        graph.levels = vec![0; slots];
+        graph.upper_offset = vec![NO_UPPER; slots];
+        for (node, &level) in image.levels.iter().enumerate() {
+            let s = slot_of[node] as usize;
+            graph.levels[s] = level;
+            if level > 0 {
+                graph.upper_offset[s] = u32::try_from(graph.upper.len())
+                    .map_err(|_| "the upper layers exceed 2^32 words".to_owned())?;
+                graph
+                    .upper
+                    .resize(graph.upper.len() + level as usize * (1 + graph.m), 0);
+            }
+        }
+        let mut list = Vec::with_capacity(graph.m0);
+        for (node, level, neighbours) in image.lists() {
+            list.clear();
+            list.extend(neighbours.iter().map(|&n| slot_of[n as usize]));
+            graph.set_links(slot_of[node as usize], level, &list);
+        }
+        graph.rng = image.rng;
+        graph.entry = image.entry.map(|e| slot_of[e as usize]);
+        graph.max_level = image.levels.iter().copied().max().unwrap_or(0);
+        graph.points = image.nodes();
+        Ok(graph)
+    }
+
     fn take_scratch(&self) -> Scratch {
         self.pool.lock().pop().unwrap_or_default()
     }
@@ -455,6 +528,10 @@ impl AnnGraph for NativeGraph {
         found.sort_unstable();
         found.truncate(k);
         found.into_iter().map(|n| n.slot).collect()
+    }
+
+    fn as_native(&self) -> Option<&NativeGraph> {
+        Some(self)
     }
 
     fn memory_bytes(&self, _store: &Store) -> usize {

@@ -40,6 +40,10 @@ pub(super) fn put_i32s(out: &mut Vec<u8>, values: &[i32]) {
     put_words(out, values, i32::to_le_bytes);
 }
 
+pub(super) fn put_u32s(out: &mut Vec<u8>, values: &[u32]) {
+    put_words(out, values, u32::to_le_bytes);
+}
+
 /// Reads one section's payload; errors name the section's offset in the snapshot.
 pub(super) struct Decoder<'a> {
     buf: &'a [u8],
@@ -120,6 +124,14 @@ impl<'a> Decoder<'a> {
         Ok(bytes
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    pub(super) fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, VectorError> {
+        let bytes = self.take(n.saturating_mul(4), what)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }
 
