@@ -11,6 +11,8 @@
 //!   `native_graph` (the default: flat `u32` neighbour arrays, reads the store's rows in place,
 //!   pooled visited set, row prefetch) and `hnsw_rs_graph` (hnsw_rs 0.3.5, cargo feature
 //!   `hnsw-rs`, [`GraphBackend::HnswRs`]). Both pass the same oracle tests (`tests/dense_*.rs`).
+//! - `graph_image` — the native graph as plain, validated data, which index snapshots save
+//!   and a load adopts instead of rebuilding the graph.
 //!
 //! Up to [`DenseConfig::exact_threshold`] live vectors a namespace has no graph and every
 //! search is an exact scan. Above it, searches go to the graph, then are rescored with the

@@ -1,6 +1,6 @@
 //! Index snapshots: [`Index::save`] and [`Index::load`] over the host's `Write` / `Read`.
 //!
-//! # Format (version 1)
+//! # Format (version 2; version 1, which has no GRAPH sections, is still read)
 //!
 //! All integers little-endian.
 //!
@@ -16,13 +16,19 @@
 //!             sparse:   count u64 | i32 * count | f32 * count   (sorted by index)
 //!             metadata: binary JSON value (exact: f64 bits and integer kinds kept)
 //!             data:     u64 length + UTF-8
+//! GRAPH     (tag 5) the namespace's dense graph links, nodes numbered by record order
+//!                   (layout in the `persist/graph.rs` source)
 //! END       (tag 4) namespaces u64 | records u64 | CRC-32 of every byte before END except
 //!                   the sections' own CRCs (a CRC over bytes and their own CRC is a constant)
 //! ```
 //!
 //! Sections come as CONFIG, then per namespace in name order a NAMESPACE followed by RECORDS
-//! sections of about 1 MiB each until its count is reached, then END. A snapshot is canonical:
-//! the same records give the same bytes, whatever the history that led to them.
+//! sections of about 1 MiB each until its count is reached and, when the namespace has a native
+//! graph and no tombstones, one GRAPH section; then END. Without GRAPH sections
+//! ([`Index::save_without_graph`]) a snapshot is canonical: the same records give the same
+//! bytes, whatever the history that led to them. A graph depends on the order of inserts, so
+//! GRAPH sections do not have that property (a save of a loaded index still repeats its
+//! snapshot byte for byte).
 //!
 //! # What a load checks
 //!
@@ -38,7 +44,11 @@
 //! - structure: section order, namespace names and record ids strictly increasing, counts that
 //!   add up, no trailing bytes inside a section;
 //! - every record goes through [`Index::upsert`]'s validation (a crafted snapshot with a valid
-//!   checksum still cannot smuggle in a NaN, a wrong dimension or an oversized id).
+//!   checksum still cannot smuggle in a NaN, a wrong dimension or an oversized id);
+//! - graph links are adopted only after every field is checked: levels within the graph's
+//!   maximum, lists within `m` (`2m` on the base layer), neighbours that exist and reach that
+//!   level, no self-links or repeats, the entry point on the top level, one node per record and
+//!   no words left over; the error names the first problem.
 //!
 //! No length field makes the loader allocate beyond the input: a section's length is capped by
 //! what the configuration allows (1 MiB plus one largest-possible record), its buffer grows
@@ -46,25 +56,29 @@
 //! anything is allocated for it. Metadata decoding recurses at most
 //! [`METADATA_MAX_DEPTH`](crate::vector::METADATA_MAX_DEPTH) levels.
 //!
-//! # Search structures are rebuilt, not saved
+//! # Search structures: the graph's links are saved
 //!
-//! Load re-inserts every record through the engines' public insert API, so the snapshot does
-//! not depend on the engines' internals (the dense graph, the sparse postings) and stays
-//! readable when they change. The cost is the dense graph's build time. Measured by
-//! `examples/persistence.rs` on the minilm-text dataset (43,000 hybrid records, 384-d dense +
-//! BM25 sparse, source metadata, passage text as data; one core):
+//! Rebuilding a dense graph on load costs what building it cost; its links are about 5% of the
+//! snapshot. So a namespace's native HNSW is saved as a GRAPH section after its records, and a
+//! load adopts it: while a namespace's records arrive the engine only stores vectors, then
+//! takes the links (renumbered from record order to its own slots) or, without a GRAPH section,
+//! builds the graph once over all records. Everything else (sparse postings, the metadata value
+//! index) is rebuilt from the records; it is cheap. Measured by `examples/persistence.rs` on the
+//! minilm-text dataset (43,000 hybrid records, 384-d dense + BM25 sparse, source metadata,
+//! passage text as data; one run, one core):
 //!
-//! | | time | note |
-//! |---|---|---|
-//! | save | 0.19–0.45 s CPU | 80.2 MiB, 1,956 bytes/record (1,536 of them the dense floats) |
-//! | load, placeholder exact-scan engines | 0.33 s CPU | reading, checksums, validation, record layer |
-//! | load, HNSW graph engine | 24–27 s CPU | the same, plus the graph build (upserting: 24 s) |
+//! | | snapshot | save | load |
+//! |---|---|---|---|
+//! | with the graph's links ([`Index::save`]) | 84.1 MiB, 2,052 bytes/record | 1.08 s CPU | 0.96 s CPU from memory, 1.63 s from a file |
+//! | lean ([`Index::save_without_graph`]), graph rebuilt | 80.2 MiB | 0.59 s CPU | 27.2 s CPU |
 //!
-//! Saving the graph's links too is therefore the obvious later optimisation: it would cut a
-//! restart from ~26 s to well under a second for this dataset (the graph build is ~98% of the
-//! load), at the price of about `2 * m * 4` bytes per vector on disk (128 bytes at `m = 16`,
-//! +7%) and a format section tied to one graph layout (a new format version, with this
-//! rebuild kept as the fallback for snapshots without it).
+//! A reload with links answers every query exactly as the original did (600 of 600 in the
+//! example; bit-for-bit in `tests/persist_graph.rs`), and inserting into it grows the same
+//! graph (the level generator's state is saved too). A rebuilt graph is a different graph when
+//! the records were inserted in another order than their ids', so its approximate answers may
+//! differ. A namespace whose store holds tombstones (a replaced or deleted vector, a waypoint of
+//! the graph that the snapshot does not keep) is saved without links and rebuilt on load, and so
+//! is any namespace of the `hnsw-rs` backend.
 //!
 //! # Saving while writers run
 //!
