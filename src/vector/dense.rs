@@ -19,9 +19,13 @@
 //! exact kernels (so a record's score does not depend on the path). A filter the sample says is
 //! selective goes straight to an exact scan over the matching vectors, and a graph search that
 //! comes back with fewer than `k` results falls back to that scan, so results are never short.
-//! Removed and replaced vectors are tombstoned in the graph and filtered out at search; when
-//! tombstones pass [`DenseConfig::rebuild_fraction`] of the slots the store is compacted and the
-//! graph rebuilt from the live vectors (amortised: `1 / fraction` graph inserts per removal).
+//! Removed and replaced vectors are tombstoned in the store and filtered out at search. The
+//! native graph repairs itself at once: each neighbour that linked to the removed node is
+//! relinked with the selection heuristic over its remaining neighbours and the removed node's,
+//! so searches stop depending on it (about the distance work of one insert per removal, no
+//! stall). When tombstones pass [`DenseConfig::rebuild_fraction`] of the slots the store is
+//! compacted and the native graph renumbered to match (no distances computed); the `hnsw-rs`
+//! backend, which cannot repair, keeps tombstones as waypoints and is rebuilt then.
 
 mod config;
 mod exact;
@@ -113,16 +117,21 @@ impl DenseIndex {
     /// Wrong dimension, a non-finite value, or a zero vector under cosine; nothing changes then.
     pub fn insert(&mut self, id: u32, vector: &[f32]) -> Result<(), VectorError> {
         self.validate(vector)?;
-        let replaced = self.store.slot_of(id).is_some();
+        let replaced = self.store.slot_of(id);
         let slot = self.store.push(id, vector);
         match &mut self.graph {
-            Some(graph) => graph.insert(&self.store, slot),
+            Some(graph) => {
+                graph.insert(&self.store, slot);
+                if let Some(old) = replaced {
+                    graph.remove(&self.store, old);
+                }
+            }
             None if self.store.len() > self.config.exact_threshold && !self.bulk_loading => {
                 self.build_graph();
             }
             None => {}
         }
-        if replaced {
+        if replaced.is_some() {
             self.maybe_compact();
         }
         Ok(())
@@ -173,11 +182,15 @@ impl DenseIndex {
 
     /// Removes `id`; returns whether it was present.
     pub fn remove(&mut self, id: u32) -> bool {
-        let removed = self.store.remove(id);
-        if removed {
-            self.maybe_compact();
+        let Some(slot) = self.store.slot_of(id) else {
+            return false;
+        };
+        self.store.remove(id);
+        if let Some(graph) = &mut self.graph {
+            graph.remove(&self.store, slot);
         }
-        removed
+        self.maybe_compact();
+        true
     }
 
     /// Whether `id` is present.
@@ -390,7 +403,7 @@ impl DenseIndex {
         for (node, &slot) in order.iter().enumerate() {
             node_of[slot as usize] = node as u32;
         }
-        Some(graph.to_image(&order, |slot| node_of[slot as usize]))
+        Some(graph.to_image(&order, |slot| Some(node_of[slot as usize])))
     }
 
     /// Approximate heap bytes held by the index (vectors, ids, norms, graph).
@@ -458,10 +471,15 @@ impl DenseIndex {
         if dead >= MIN_TOMBSTONES_FOR_REBUILD
             && dead as f64 > self.config.rebuild_fraction * self.store.slots() as f64
         {
+            // A graph that repairs itself on removal is renumbered (milliseconds); one that
+            // keeps tombstones as waypoints is rebuilt from the live vectors.
+            let renumbered = self.graph.take().and_then(|g| g.compacted(&self.store));
             self.store = self.store.compacted();
-            self.graph = None;
             if self.store.len() > self.config.exact_threshold {
-                self.build_graph();
+                self.graph = renumbered;
+                if self.graph.is_none() {
+                    self.build_graph();
+                }
             }
         }
     }

@@ -43,8 +43,9 @@ pub struct DenseConfig {
     /// Up to this many live vectors a namespace is searched by exact scan and has no graph
     /// (default [`DEFAULT_EXACT_THRESHOLD`]); 0 builds the graph from the first vector.
     pub exact_threshold: usize,
-    /// The graph is rebuilt from the live vectors once tombstones (removed or replaced
-    /// vectors) pass this fraction of all slots (`(0, 1]`, default 0.25).
+    /// The store is compacted once tombstones (removed or replaced vectors, whose rows it
+    /// still holds) pass this fraction of all slots (`(0, 1]`, default 0.25): the native graph,
+    /// already repaired, is renumbered; an `hnsw-rs` graph is rebuilt from the live vectors.
     pub rebuild_fraction: f64,
     /// Which graph implementation to use.
     pub backend: GraphBackend,

@@ -2,9 +2,11 @@
 //! nearest-neighbour graph, so the implementation can change without touching namespaces,
 //! filters or scoring.
 //!
-//! A graph knows vectors by slot (see [`Store`]); it never deletes. The engine tombstones
-//! removed slots, filters them out at search time through `allow`, and rebuilds the graph from
-//! the live slots when tombstones pass a fraction.
+//! A graph knows vectors by slot (see [`Store`]). The engine tombstones removed slots and
+//! filters them out at search time through `allow`; a backend that can repairs its links
+//! around a removed slot at once (`remove`) and follows the store's compaction by renumbering
+//! (`compacted`); one that cannot keeps tombstones as waypoints and is rebuilt from the live
+//! slots when the store compacts.
 
 use super::kernels::Kernels;
 use super::store::Store;
@@ -19,6 +21,19 @@ pub(crate) trait AnnGraph: Send + Sync {
 
     /// Adds `slot` (already in `store`).
     fn insert(&mut self, store: &Store, slot: u32);
+
+    /// `slot` was just tombstoned in `store`: repair the graph around it if the backend can
+    /// (the default does nothing: the slot stays a waypoint that searches filter out).
+    fn remove(&mut self, store: &Store, slot: u32) {
+        let _ = (store, slot);
+    }
+
+    /// The graph renumbered for `old.compacted()`, if the backend can do that without
+    /// rebuilding (the default cannot).
+    fn compacted(&self, old: &Store) -> Option<Box<dyn AnnGraph>> {
+        let _ = old;
+        None
+    }
 
     /// Up to `k` slots near `query` (prepared by [`Store::prepare`]), nearest first, among
     /// those `allow` accepts; `ef` is the width of the base-layer beam (`ef >= k`).

@@ -330,22 +330,38 @@ impl NativeGraph {
     }
 
     /// The graph as a [`GraphImage`] whose node `i` is slot `order[i]`; `node_of` maps a slot to
-    /// its node number. Every slot in `order` must be in the graph.
-    pub(crate) fn to_image(&self, order: &[u32], node_of: impl Fn(u32) -> u32) -> GraphImage {
+    /// its node number, `None` for a slot left out (links to it are dropped). Every slot in
+    /// `order` must be in the graph. An entry point left out is replaced by the first node of
+    /// the highest level.
+    pub(crate) fn to_image(
+        &self,
+        order: &[u32],
+        node_of: impl Fn(u32) -> Option<u32>,
+    ) -> GraphImage {
         let mut links = Vec::with_capacity(order.len() * (1 + self.m0));
         let mut levels = Vec::with_capacity(order.len());
         for &slot in order {
             let level = self.levels[slot as usize];
             levels.push(level);
             for l in 0..=level {
-                let list = self.links(slot, l);
-                links.push(list.len() as u32);
-                links.extend(list.iter().map(|&s| node_of(s)));
+                let at = links.len();
+                links.push(0);
+                links.extend(self.links(slot, l).iter().filter_map(|&s| node_of(s)));
+                links[at] = (links.len() - at - 1) as u32;
             }
         }
+        let top = levels.iter().copied().max();
+        let entry = self
+            .entry
+            .and_then(&node_of)
+            .filter(|&e| Some(levels[e as usize]) == top)
+            .or_else(|| {
+                let top = top?;
+                levels.iter().position(|&l| l == top).map(|n| n as u32)
+            });
         GraphImage {
             rng: self.rng,
-            entry: self.entry.map(node_of),
+            entry,
             levels,
             links,
         }
@@ -399,6 +415,86 @@ impl NativeGraph {
         graph.max_level = image.levels.iter().copied().max().unwrap_or(0);
         graph.points = image.nodes();
         Ok(graph)
+    }
+
+    /// Unlinks `slot`, just tombstoned in `store`, and repairs its neighbourhood, so searches
+    /// stop depending on it: on every level, each live neighbour that linked to it is
+    /// relinked with the selection heuristic, choosing from its remaining live neighbours and
+    /// the removed node's (the nodes a search used to reach through it). The removed node keeps
+    /// its own lists while its row stays in the store: a one-way link that still points at it
+    /// (rare: links are mostly mutual) walks through it as before, and compaction drops it.
+    /// An entry point that goes moves to a live node of the highest level.
+    pub(crate) fn remove_node(&mut self, store: &Store, slot: u32) {
+        let Some(&level) = self.levels.get(slot as usize) else {
+            return;
+        };
+        let mut candidates: Vec<Near> = Vec::new();
+        let mut kept = Vec::new();
+        for l in 0..=level.min(self.max_level) {
+            let around: Vec<u32> = self.links(slot, l).to_vec();
+            let cap = if l == 0 { self.m0 } else { self.m };
+            for &n in &around {
+                if !store.is_live(n) || !self.links(n, l).contains(&slot) {
+                    continue;
+                }
+                candidates.clear();
+                for &c in self.links(n, l).iter().chain(&around) {
+                    if c != n
+                        && c != slot
+                        && store.is_live(c)
+                        && self.levels[c as usize] >= l
+                        && !candidates.iter().any(|x| x.slot == c)
+                    {
+                        candidates.push(Near {
+                            dist: Self::dist_nodes(store, n, c),
+                            slot: c,
+                        });
+                    }
+                }
+                candidates.sort_unstable();
+                if candidates.len() <= cap {
+                    kept.clear();
+                    kept.extend(candidates.iter().map(|c| c.slot));
+                } else {
+                    Self::select(store, &candidates, cap, &mut kept);
+                }
+                self.set_links(n, l, &kept);
+            }
+        }
+        self.points = self.points.saturating_sub(1);
+        if self.entry == Some(slot) {
+            self.entry = None;
+            self.max_level = 0;
+            for (s, &l) in self.levels.iter().enumerate() {
+                if store.is_live(s as u32) && (self.entry.is_none() || l > self.max_level) {
+                    self.entry = Some(s as u32);
+                    self.max_level = l;
+                }
+            }
+        }
+    }
+
+    /// The graph over `old`'s live slots renumbered densely in slot order (as
+    /// `Store::compacted` renumbers them), without the dead nodes and the links to them; no
+    /// distance is computed. `None` if the result would not validate (it always does for a
+    /// graph whose removed nodes went through [`NativeGraph::remove_node`]).
+    pub(crate) fn compacted(&self, old: &Store) -> Option<NativeGraph> {
+        let mut new_of = vec![u32::MAX; old.slots()];
+        let mut order = Vec::with_capacity(old.len());
+        for s in 0..old.slots() as u32 {
+            if old.is_live(s) && (s as usize) < self.levels.len() {
+                new_of[s as usize] = order.len() as u32;
+                order.push(s);
+            }
+        }
+        if order.len() != old.len() {
+            return None; // a live vector the graph never took in: rebuild instead
+        }
+        let image = self.to_image(&order, |s| {
+            new_of.get(s as usize).copied().filter(|&n| n != u32::MAX)
+        });
+        let identity: Vec<u32> = (0..order.len() as u32).collect();
+        NativeGraph::from_image(self.m, self.ef_construction, &image, &identity).ok()
     }
 
     fn take_scratch(&self) -> Scratch {
@@ -491,7 +587,8 @@ impl AnnGraph for NativeGraph {
             );
             sorted.clear();
             sorted.extend(scratch.results.drain());
-            sorted.retain(|n: &Near| n.slot != slot);
+            // Tombstoned slots stay walkable but are never chosen as new neighbours.
+            sorted.retain(|n: &Near| n.slot != slot && store.is_live(n.slot));
             sorted.sort_unstable();
             if let Some(best) = sorted.first() {
                 cur = *best;
@@ -532,6 +629,14 @@ impl AnnGraph for NativeGraph {
 
     fn as_native(&self) -> Option<&NativeGraph> {
         Some(self)
+    }
+
+    fn remove(&mut self, store: &Store, slot: u32) {
+        self.remove_node(store, slot);
+    }
+
+    fn compacted(&self, old: &Store) -> Option<Box<dyn AnnGraph>> {
+        NativeGraph::compacted(self, old).map(|g| Box::new(g) as Box<dyn AnnGraph>)
     }
 
     fn memory_bytes(&self, _store: &Store) -> usize {
@@ -614,6 +719,79 @@ mod tests {
             }
         }
         assert_eq!(g.levels[g.entry.expect("non-empty") as usize], g.max_level);
+    }
+
+    /// Every live node's lists: within caps, no self-links or repeats, neighbours that reach
+    /// the level; the entry point live on the top level; and live-to-dead links only where the
+    /// dead node did not list the live one (the one-way links a repair cannot see).
+    fn assert_sound(g: &NativeGraph, store: &Store) -> usize {
+        let mut one_way = 0;
+        for slot in (0..store.slots() as u32).filter(|&s| store.is_live(s)) {
+            for level in 0..=g.levels[slot as usize] {
+                let links = g.links(slot, level);
+                let cap = if level == 0 { g.m0 } else { g.m };
+                assert!(links.len() <= cap, "slot {slot} level {level}");
+                assert!(!links.contains(&slot), "self-link at {slot}");
+                let mut sorted = links.to_vec();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(sorted.len(), links.len(), "repeat at {slot}");
+                for &n in links {
+                    assert!(g.levels[n as usize] >= level);
+                    if !store.is_live(n) {
+                        assert!(
+                            !g.links(n, level).contains(&slot),
+                            "{slot} -> dead {n} on level {level} was mutual: not repaired"
+                        );
+                        one_way += 1;
+                    }
+                }
+            }
+        }
+        if let Some(e) = g.entry {
+            assert!(store.is_live(e), "the entry point {e} is dead");
+            let top = (0..store.slots() as u32)
+                .filter(|&s| store.is_live(s))
+                .map(|s| g.levels[s as usize])
+                .max();
+            assert_eq!(Some(g.levels[e as usize]), top);
+        }
+        one_way
+    }
+
+    #[test]
+    fn removals_repair_neighbourhoods_and_compaction_renumbers() {
+        let mut store = store_with(1_500, 8, Metric::Euclidean);
+        let mut g = build(&store, 6);
+        // Remove two thirds, the entry point first, checking after every 50.
+        let mut order: Vec<u32> = (0..1_500).filter(|s| s % 3 != 0).collect();
+        order.sort_by_key(|&s| (Some(s) != g.entry, s.wrapping_mul(2_654_435_761)));
+        for (i, &slot) in order.iter().enumerate() {
+            assert!(store.remove(store.id(slot)));
+            g.remove_node(&store, slot);
+            if i % 50 == 0 || i + 1 == order.len() {
+                assert_sound(&g, &store);
+            }
+        }
+        // Searches over what is left find every live vector's own row first.
+        let accept = |s: u32| store.is_live(s);
+        for slot in (0..1_500u32).step_by(3).take(100) {
+            let q = store.prepare(store.row(slot));
+            let found = g.search(&store, &q.values, 1, 32, Some(&accept));
+            assert_eq!(found, vec![slot]);
+        }
+        // Compaction renumbers without computing a distance, and drops the dead.
+        let compacted = g.compacted(&store).expect("a repaired graph renumbers");
+        let small = store.compacted();
+        assert_eq!(
+            assert_sound(&compacted, &small),
+            0,
+            "no link to a dead node"
+        );
+        for new in (0..small.slots() as u32).step_by(7) {
+            let q = small.prepare(small.row(new));
+            assert_eq!(compacted.search(&small, &q.values, 1, 32, None), vec![new]);
+        }
     }
 
     #[test]
