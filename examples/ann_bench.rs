@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
 //!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
-//!     [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs]...
+//!     [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
 //! ```
 //! `--filter N=GT.ivecs` (repeatable) adds, after the unfiltered sweep, a sweep whose searches
 //! pass `DenseIndex::search` an `allow` filter letting only ids with `id % N == 0` through
@@ -11,6 +11,9 @@
 //! start with `filter_mod=N`. `--exact-threshold default|N` sets the exact-scan threshold
 //! (default here 0, so every unfiltered search measures the graph; `default` keeps the
 //! library's, which also lets a selective filter go to an exact scan, as a user would get).
+//! `--churn F` removes a fraction F of the vectors one by one after the build and inserts them
+//! again before the sweeps, printing the time spent and the worst single operation (`churn …`
+//! lines); the sweeps then measure the graph after that churn.
 //! Builds a [`DenseIndex`] with the exact-scan threshold forced to 0, so every search measures
 //! the graph path. Prints `build_s=… build_per_s=… mem_mb=…` (index memory: heap bytes
 //! allocated by the build and still held, counted by a global allocator wrapper; the loaded
@@ -73,13 +76,15 @@ struct Args {
     filters: Vec<(u32, String)>,
     /// `None`: the library default.
     exact_threshold: Option<usize>,
+    /// Fraction of the vectors removed and then re-inserted after the build (0: none).
+    churn: f64,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("error: {msg}");
     eprintln!(
         "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
-         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N]"
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F]"
     );
     std::process::exit(2)
 }
@@ -98,6 +103,7 @@ fn parse_args() -> Args {
         repeat: 1,
         filters: Vec::new(),
         exact_threshold: Some(0),
+        churn: 0.0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -130,6 +136,13 @@ fn parse_args() -> Args {
             "--m" => args.m = number(value()),
             "--ef-construction" => args.ef_construction = number(value()),
             "--limit" => args.limit = Some(number(value())),
+            "--churn" => {
+                let v = value();
+                args.churn = match v.parse::<f64>() {
+                    Ok(f) if (0.0..=1.0).contains(&f) => f,
+                    _ => usage(&format!("--churn wants a fraction from 0 to 1, got {v}")),
+                };
+            }
             "--repeat" => args.repeat = number(value()).max(1),
             "--exact-threshold" => {
                 args.exact_threshold = match value().as_str() {
@@ -272,6 +285,9 @@ fn main() {
         (base.len() * dim * 4) as f64 / 1e6
     );
 
+    if args.churn > 0.0 {
+        churn(&mut index, &base, args.churn);
+    }
     sweep(&index, &queries, &gt, &args, None);
     for (modulus, path) in &args.filters {
         let gt = read_vecs(path, i32::from_le_bytes);
@@ -280,6 +296,48 @@ fn main() {
         }
         sweep(&index, &queries, &gt, &args, Some(*modulus));
     }
+}
+
+/// Removes a fixed pseudo-random `fraction` of the vectors one at a time, then inserts them
+/// again (so the ground truth still holds), and prints the time spent and the worst single
+/// operation (a graph rebuild inside one call shows up there).
+fn churn(index: &mut DenseIndex, base: &[Vec<f32>], fraction: f64) {
+    let chosen: Vec<u32> = (0..base.len() as u32)
+        .filter(|&id| f64::from(id.wrapping_mul(2_654_435_761) % 1_000) < fraction * 1_000.0)
+        .collect();
+    let phase = |name: &str, op: &mut dyn FnMut(u32)| {
+        let cpu_start = thread_cpu_s();
+        let start = Instant::now();
+        let mut worst = 0f64;
+        for &id in &chosen {
+            let t = Instant::now();
+            op(id);
+            worst = worst.max(t.elapsed().as_secs_f64());
+        }
+        let cpu = thread_cpu_s()
+            .zip(cpu_start)
+            .map_or(f64::NAN, |(e, b)| e - b);
+        println!(
+            "churn {name}={} wall_s={:.2} cpu_s={cpu:.2} per_op_us={:.0} worst_op_ms={:.1}",
+            chosen.len(),
+            start.elapsed().as_secs_f64(),
+            cpu * 1e6 / chosen.len().max(1) as f64,
+            worst * 1e3
+        );
+    };
+    phase("removed", &mut |id| {
+        assert!(index.remove(id));
+    });
+    phase("reinserted", &mut |id| {
+        index
+            .insert(id, &base[id as usize])
+            .expect("a vector that was inserted before");
+    });
+    println!(
+        "churn after: vectors={} memory_mb={:.1}",
+        index.len(),
+        index.memory_bytes() as f64 / 1e6
+    );
 }
 
 /// One pass per ef over all queries: recall@10 against `gt`, wall and CPU QPS (best of
