@@ -364,7 +364,7 @@ impl DenseIndex {
         if self.config.backend != GraphBackend::Native {
             return Err("saved graph links, but this index's graph backend is not native".into());
         }
-        if self.store.dead() > 0 || ids.len() != self.store.len() {
+        if ids.len() != self.store.len() {
             return Err(format!(
                 "the graph has {} nodes, expected one per vector ({})",
                 ids.len(),
@@ -387,12 +387,12 @@ impl DenseIndex {
     }
 
     /// The native graph as a [`GraphImage`] whose node `i` is the vector of caller id
-    /// `ids[i]`, where `ids` lists every vector held; `None` when there is no native graph,
-    /// when tombstones are waiting for compaction (they are waypoints of the graph that a
-    /// snapshot does not hold), or when `ids` does not cover the vectors.
+    /// `ids[i]`, where `ids` lists every vector held; `None` when there is no native graph or
+    /// `ids` does not cover the vectors. Tombstoned slots waiting for compaction are left out
+    /// with the links to them, as compaction would (the graph was repaired when they went).
     pub(crate) fn graph_image(&self, ids: &[u32]) -> Option<GraphImage> {
         let graph = self.graph.as_ref()?.as_native()?;
-        if self.store.dead() > 0 || ids.len() != self.store.len() {
+        if ids.len() != self.store.len() {
             return None;
         }
         let order = ids
@@ -403,7 +403,12 @@ impl DenseIndex {
         for (node, &slot) in order.iter().enumerate() {
             node_of[slot as usize] = node as u32;
         }
-        Some(graph.to_image(&order, |slot| Some(node_of[slot as usize])))
+        Some(graph.to_image(&order, |slot| {
+            node_of
+                .get(slot as usize)
+                .copied()
+                .filter(|&n| n != u32::MAX)
+        }))
     }
 
     /// Approximate heap bytes held by the index (vectors, ids, norms, graph).

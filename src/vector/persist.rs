@@ -24,7 +24,7 @@
 //!
 //! Sections come as CONFIG, then per namespace in name order a NAMESPACE followed by RECORDS
 //! sections of about 1 MiB each until its count is reached and, when the namespace has a native
-//! graph and no tombstones, one GRAPH section; then END. Without GRAPH sections
+//! graph, one GRAPH section; then END. Without GRAPH sections
 //! ([`Index::save_without_graph`]) a snapshot is canonical: the same records give the same
 //! bytes, whatever the history that led to them. A graph depends on the order of inserts, so
 //! GRAPH sections do not have that property (a save of a loaded index still repeats its
@@ -76,9 +76,10 @@
 //! example; bit-for-bit in `tests/persist_graph.rs`), and inserting into it grows the same
 //! graph (the level generator's state is saved too). A rebuilt graph is a different graph when
 //! the records were inserted in another order than their ids', so its approximate answers may
-//! differ. A namespace whose store holds tombstones (a replaced or deleted vector, a waypoint of
-//! the graph that the snapshot does not keep) is saved without links and rebuilt on load, and so
-//! is any namespace of the `hnsw-rs` backend.
+//! differ. Tombstones (replaced or deleted vectors the store keeps until compaction) are left
+//! out of the links, as compaction would leave them out: the graph was repaired around each one
+//! when it went, so the saved graph does not depend on them. Namespaces of the `hnsw-rs`
+//! backend are saved without links and rebuilt on load.
 //!
 //! # Saving while writers run
 //!

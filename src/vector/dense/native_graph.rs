@@ -424,6 +424,12 @@ impl NativeGraph {
     /// its own lists while its row stays in the store: a one-way link that still points at it
     /// (rare: links are mostly mutual) walks through it as before, and compaction drops it.
     /// An entry point that goes moves to a live node of the highest level.
+    ///
+    /// Measured (`ann_bench --churn 0.3` on minilm-text, 43k × 384-d, M=16): removing 30% of
+    /// the vectors one by one costs 196 µs CPU each (1,500 µs amortised when a rebuild at 25%
+    /// tombstones followed), the worst single removal 108 ms (the store's compaction) instead
+    /// of a 28.6 s rebuild; recall@10 after re-inserting them is 0.922 / 0.974 / 0.992 at ef
+    /// 16 / 32 / 64 against 0.937 / 0.978 / 0.993 for a graph rebuilt from the survivors.
     pub(crate) fn remove_node(&mut self, store: &Store, slot: u32) {
         let Some(&level) = self.levels.get(slot as usize) else {
             return;
