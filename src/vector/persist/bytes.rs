@@ -120,26 +120,28 @@ impl<'a> Decoder<'a> {
     }
 
     pub(super) fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, VectorError> {
-        let bytes = self.take(n.saturating_mul(4), what)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        self.words(n, what, f32::from_le_bytes)
     }
 
     pub(super) fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>, VectorError> {
-        let bytes = self.take(n.saturating_mul(4), what)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        self.words(n, what, u32::from_le_bytes)
     }
 
     pub(super) fn i32s(&mut self, n: usize, what: &str) -> Result<Vec<i32>, VectorError> {
+        self.words(n, what, i32::from_le_bytes)
+    }
+
+    /// `n` little-endian 4-byte values.
+    fn words<T>(
+        &mut self,
+        n: usize,
+        what: &str,
+        from_le: fn([u8; 4]) -> T,
+    ) -> Result<Vec<T>, VectorError> {
         let bytes = self.take(n.saturating_mul(4), what)?;
         Ok(bytes
             .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .map(|c| from_le([c[0], c[1], c[2], c[3]]))
             .collect())
     }
 }
