@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn key_state_stays_small() {
-        assert_eq!(std::mem::size_of::<KeyState>(), 80);
+        assert_eq!(std::mem::size_of::<KeyState>(), 88);
     }
 
     #[test]

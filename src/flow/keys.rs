@@ -71,14 +71,12 @@ impl KeyTable {
     pub(super) fn get_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
         // The last key again? One comparison instead of a SipHash and a probe. (The unkeyed
         // slot's name is "", which no valid key equals; a reclaimed slot's name is None.)
-        if let Some(last) = self
-            .slots
-            .get(self.last as usize)
-            .and_then(|k| k.name.as_deref())
-        {
-            if last == name {
-                return Ok(self.last);
-            }
+        if self.slots.get(self.last as usize).is_some_and(|k| {
+            k.name
+                .as_ref()
+                .is_some_and(|n| n.as_bytes() == name.as_bytes())
+        }) {
+            return Ok(self.last);
         }
         let slot = self.lookup_or_insert(name)?;
         self.last = slot;
@@ -241,7 +239,9 @@ impl KeyTable {
 fn name_is(slots: &[KeyState], slot: u32, name: &str) -> bool {
     let k = &slots[slot as usize];
     crate::hints::prefetch_all(k);
-    k.name.as_deref() == Some(name)
+    k.name
+        .as_ref()
+        .is_some_and(|n| n.as_bytes() == name.as_bytes())
 }
 
 /// Hashes a key name's bytes in one `write` (cheaper than `Hash for str`, which adds a
