@@ -11,7 +11,7 @@
 //! - `time.rs` [`Timestamp`], [`MessageId`]; `limits.rs` [`Limits`], [`Rate`], [`Period`]
 //!   (header value parse/Display); `config.rs` [`FlowConfig`], [`Pin`], [`Unpin`];
 //!   `info.rs` [`Dispatch`], [`KeyInfo`], [`GlobalInfo`]; `error.rs` [`FlowError`].
-//! - `key.rs` per-key state (80 bytes: name, config, counters, flags, waitlist ends) and its
+//! - `key.rs` per-key state (88 bytes: name, config, counters, flags, waitlist ends) and its
 //!   status; `key_name.rs` [`KeyName`] (short names inline); `window.rs` the fixed rate window;
 //!   `keys.rs` the key slab (names interned to `u32` slots, slot 0 = unkeyed messages);
 //!   `key_index.rs` the name index (hash to slot, one cache line per lookup).

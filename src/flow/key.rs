@@ -1,6 +1,6 @@
 //! Per-key state (DESIGN §1.3): configuration, counters, flags and the waitlist ends.
 //!
-//! Kept at 80 bytes, name included (inline up to 23 bytes): the flags share a word with the
+//! Kept at 88 bytes, name included (inline up to 23 bytes): the flags share a word with the
 //! period, "unlimited" is 0, and the waitlist itself lives in the message slab (only
 //! head/tail/length here).
 

@@ -233,7 +233,7 @@ impl KeyTable {
 }
 
 /// Whether `slot` holds the key `name`. A 1M-key table is far larger than the caches: the
-/// slot's lines are all requested at once, so the 80-byte state (which straddles two lines)
+/// slot's lines are all requested at once, so the 88-byte state (which straddles two lines)
 /// costs one miss, not two in a row, and the rest of the operation finds it cached.
 #[inline]
 fn name_is(slots: &[KeyState], slot: u32, name: &str) -> bool {
