@@ -272,12 +272,6 @@ mod x86 {
 
 pub(crate) use crate::hints::{advise_huge_pages, prefetch};
 
-/// Prefetches the cache line holding `data[index]` of a link array (a hint).
-#[inline(always)]
-pub(crate) fn prefetch_u32(data: &[u32], index: usize) {
-    prefetch(data, index);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 
 use super::graph::{AnnGraph, distance};
 use super::graph_image::GraphImage;
-use super::kernels::{prefetch, prefetch_u32};
+use super::kernels::prefetch;
 use super::store::Store;
 use parking_lot::Mutex;
 use std::cmp::Ordering;
@@ -188,7 +188,7 @@ impl NativeGraph {
             let words: &[u32] = &self.links0;
             let start = slot as usize * (1 + self.m0);
             if let Some(w) = words.get(start..) {
-                prefetch_u32(w, 0);
+                prefetch(w, 0);
             }
         }
     }
