@@ -59,6 +59,7 @@ pub(crate) fn advise_huge_pages<T>(buffer: &Vec<T>) {
     {
         const PAGE: usize = 4096;
         const MADV_HUGEPAGE: i32 = 14;
+        const MADV_COLLAPSE: i32 = 25;
         unsafe extern "C" {
             fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: i32) -> i32;
         }
@@ -72,6 +73,7 @@ pub(crate) fn advise_huge_pages<T>(buffer: &Vec<T>) {
             // affected. The return value is ignored on purpose (a hint).
             unsafe {
                 madvise(first as *mut std::ffi::c_void, end - first, MADV_HUGEPAGE);
+                madvise(first as *mut std::ffi::c_void, end - first, MADV_COLLAPSE);
             }
         }
     }
