@@ -148,17 +148,26 @@ impl<M> FlowControl<M> {
         if self.messages.len == NIL - 1 {
             return Err(FlowError::CapacityExceeded { what: "messages" });
         }
+        // The clock first: its timers may reclaim keys. Then, as finding a key among many
+        // costs a cache miss, request its line and store the message while it comes.
         self.tick(now);
-        let slot = match keyed {
-            Some((k, l)) => {
-                let slot = self.keys.get_or_insert(k)?;
-                apply_limits(self.keys.get_mut(slot), l);
-                slot
-            }
-            None => UNKEYED,
-        };
+        let lookup = keyed.map(|(k, _)| self.keys.start_lookup(k));
         let seq = self.next_seq;
-        let msg = self.messages.alloc(seq, slot, message)?;
+        let msg = self.messages.alloc(seq, UNKEYED, message)?;
+        let slot = match (keyed, lookup) {
+            (Some((k, l)), Some(lookup)) => match self.keys.finish_lookup(k, lookup) {
+                Ok(slot) => {
+                    apply_limits(self.keys.get_mut(slot), l);
+                    self.messages.entry_mut(msg).key = slot;
+                    slot
+                }
+                Err(e) => {
+                    self.messages.release(msg); // nothing changes on error
+                    return Err(e);
+                }
+            },
+            _ => UNKEYED,
+        };
         self.next_seq += 1;
         let k = self.keys.get_mut(slot);
         let mut ends = Ends {

@@ -58,14 +58,29 @@ impl KeyIndex {
         }
     }
 
-    /// Indexes `slot` under `hash` (the caller knows it is not indexed yet).
-    pub(super) fn insert(&mut self, hash: u64, slot: u32) {
+    /// Requests the cache line where a probe for `hash` starts.
+    #[inline]
+    pub(super) fn prefetch(&self, hash: u64) {
+        if self.len != 0 {
+            crate::hints::prefetch(&self.entries, self.home(hash >> 32));
+        }
+    }
+
+    /// Indexes `slot` under `hash` (the caller knows it is not indexed yet); returns how far
+    /// from its home position the entry landed (the caller watches this for flooding).
+    pub(super) fn insert(&mut self, hash: u64, slot: u32) -> usize {
         debug_assert!(slot != u32::MAX, "u32::MAX marks an empty entry");
         if (self.len + 1) * 4 > self.entries.len() * 3 {
             self.resize((self.entries.len() * 2).max(MIN_CAPACITY));
         }
-        self.place(((hash >> 32) << 32) | u64::from(slot));
         self.len += 1;
+        self.place(((hash >> 32) << 32) | u64::from(slot))
+    }
+
+    /// Forgets every entry, keeping the allocation (for a rebuild under new hashes).
+    pub(super) fn clear(&mut self) {
+        self.entries.fill(EMPTY);
+        self.len = 0;
     }
 
     /// Forgets `slot`, indexed under `hash`; false if it was not there.
@@ -110,13 +125,16 @@ impl KeyIndex {
         ((tag << 32) >> self.shift) as usize
     }
 
-    fn place(&mut self, entry: u64) {
+    /// Stores `entry` at the first empty position from its home; returns the distance.
+    fn place(&mut self, entry: u64) -> usize {
         let mask = self.entries.len() - 1;
-        let mut i = self.home(entry >> 32);
+        let home = self.home(entry >> 32);
+        let mut i = home;
         while self.entries[i] != EMPTY {
             i = (i + 1) & mask;
         }
         self.entries[i] = entry;
+        i.wrapping_sub(home) & mask
     }
 
     /// Rebuilds the table with `capacity` (a power of two) entries, on huge pages when large.

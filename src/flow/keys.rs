@@ -2,17 +2,31 @@
 //!
 //! Each slot holds its key's state and name ([`KeyName`]: inline up to 23 bytes, so finding a
 //! key reads no memory outside its slot). The index ([`KeyIndex`]) maps a name's hash to its
-//! slot; names are hashed with the std SipHash `RandomState` because keys come from untrusted
-//! callers (no HashDoS). Slot 0 is the reserved pseudo-key of messages published without a
+//! slot. Names come from untrusted callers, so the hash is seeded from the OS per table
+//! (foldhash, several times cheaper than SipHash on short names), and an insert that lands
+//! implausibly far from its home position (names crafted to collide) redraws the seed and
+//! rebuilds the index: a flood is bounded at [`MAX_PROBE`] probes per lookup. Slot 0 is the reserved pseudo-key of messages published without a
 //! key; it is never indexed or reclaimed. Vacant slots form an intrusive free list through
 //! `head`.
 
-use std::hash::{BuildHasher, Hasher, RandomState};
+use std::hash::{BuildHasher, Hasher};
+
+use foldhash::SharedSeed;
+use foldhash::fast::SeedableRandomState;
 
 use super::FlowError;
 use super::KeyName;
 use super::key::{IN_READY, KeyState, NIL};
 use super::key_index::KeyIndex;
+
+/// A lookup under way: see [`KeyTable::start_lookup`].
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Lookup {
+    /// The key's slot, known without hashing.
+    Found(u32),
+    /// The name's hash; its index entry has been prefetched.
+    Hashed(u64),
+}
 
 /// The slot of messages published without a key.
 pub(super) const UNKEYED: u32 = 0;
@@ -21,12 +35,20 @@ pub(super) const UNKEYED: u32 = 0;
 pub(super) struct KeyTable {
     pub(super) slots: Vec<KeyState>,
     index: KeyIndex,
-    hasher: RandomState,
+    hasher: SeedableRandomState,
+    /// Inserts since the hash seed was last drawn (a redraw needs half the live keys' worth of
+    /// inserts since the last, so its O(keys) rebuild is amortised O(1) even when forced).
+    inserts_since_seed: usize,
+    /// Times the seed was redrawn because an insert probed too far (see [`MAX_PROBE`]).
+    pub(super) reseeds: u32,
+    /// Tests: hash every name into one narrow range, as names crafted to collide would.
+    #[cfg(test)]
+    pub(super) colliding_hashes: bool,
     /// Head of the free list of vacant slots.
     pub(super) free: u32,
     /// Live keys, not counting [`UNKEYED`].
     pub(super) live: u32,
-    /// The slot `get_or_insert` found last: bursts of messages for one key skip hashing.
+    /// The slot a lookup found last: bursts of messages for one key skip hashing.
     last: u32,
 }
 
@@ -35,11 +57,25 @@ impl KeyTable {
         Self {
             slots: vec![KeyState::new(KeyName::from(""))],
             index: KeyIndex::new(),
-            hasher: RandomState::new(),
+            hasher: fresh_hasher(),
+            inserts_since_seed: 0,
+            reseeds: 0,
+            #[cfg(test)]
+            colliding_hashes: false,
             free: NIL,
             live: 0,
             last: UNKEYED,
         }
+    }
+
+    #[inline]
+    fn hash(&self, name: &str) -> u64 {
+        hash_name(
+            &self.hasher,
+            name,
+            #[cfg(test)]
+            self.colliding_hashes,
+        )
     }
 
     #[inline]
@@ -59,9 +95,52 @@ impl KeyTable {
 
     /// The slot of `name`, if the key is live.
     pub(super) fn find(&self, name: &str) -> Option<u32> {
-        let hash = hash_name(&self.hasher, name);
+        let hash = self.hash(name);
         let slots = &self.slots;
         self.index.find(hash, |s| name_is(slots, s, name))
+    }
+
+    /// Starts finding `name`'s slot: the last key found again is known at once; otherwise the
+    /// name is hashed and its index entry's cache line requested, so that the miss it costs
+    /// with many keys overlaps whatever the caller does before [`finish_lookup`](Self::finish_lookup).
+    #[inline]
+    pub(super) fn start_lookup(&self, name: &str) -> Lookup {
+        // The last key again? One comparison instead of a hash and a probe. (The unkeyed
+        // slot's name is "", which no valid key equals; a reclaimed slot's name is None.)
+        if self.slots.get(self.last as usize).is_some_and(|k| {
+            k.name
+                .as_ref()
+                .is_some_and(|n| n.as_bytes() == name.as_bytes())
+        }) {
+            return Lookup::Found(self.last);
+        }
+        let hash = self.hash(name);
+        self.index.prefetch(hash);
+        Lookup::Hashed(hash)
+    }
+
+    /// The slot of `name` (as started by [`start_lookup`](Self::start_lookup)), creating the
+    /// key if needed.
+    ///
+    /// # Errors
+    /// [`FlowError::CapacityExceeded`] when all `u32` slots are in use.
+    #[inline]
+    pub(super) fn finish_lookup(&mut self, name: &str, lookup: Lookup) -> Result<u32, FlowError> {
+        let hash = match lookup {
+            Lookup::Found(slot) => return Ok(slot),
+            Lookup::Hashed(hash) => hash,
+        };
+        let slots = &self.slots;
+        let slot = match self.index.find(hash, |s| name_is(slots, s, name)) {
+            Some(s) => s,
+            None => {
+                let slot = self.alloc(KeyName::from(name))?;
+                self.index_insert(hash, slot);
+                slot
+            }
+        };
+        self.last = slot;
+        Ok(slot)
     }
 
     /// The slot of `name`, creating the key if needed.
@@ -69,29 +148,8 @@ impl KeyTable {
     /// # Errors
     /// [`FlowError::CapacityExceeded`] when all `u32` slots are in use.
     pub(super) fn get_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
-        // The last key again? One comparison instead of a SipHash and a probe. (The unkeyed
-        // slot's name is "", which no valid key equals; a reclaimed slot's name is None.)
-        if self.slots.get(self.last as usize).is_some_and(|k| {
-            k.name
-                .as_ref()
-                .is_some_and(|n| n.as_bytes() == name.as_bytes())
-        }) {
-            return Ok(self.last);
-        }
-        let slot = self.lookup_or_insert(name)?;
-        self.last = slot;
-        Ok(slot)
-    }
-
-    fn lookup_or_insert(&mut self, name: &str) -> Result<u32, FlowError> {
-        let hash = hash_name(&self.hasher, name);
-        let slots = &self.slots;
-        if let Some(s) = self.index.find(hash, |s| name_is(slots, s, name)) {
-            return Ok(s);
-        }
-        let slot = self.alloc(KeyName::from(name))?;
-        self.index.insert(hash, slot);
-        Ok(slot)
+        let lookup = self.start_lookup(name);
+        self.finish_lookup(name, lookup)
     }
 
     /// Puts a live key into a vacant (or new) slot and indexes it; used by restore.
@@ -107,7 +165,41 @@ impl KeyTable {
         self.slots[slot as usize] = state;
         if slot != UNKEYED {
             self.live += 1;
-            self.index.insert(hash_name(&self.hasher, &name), slot);
+            self.index_insert(self.hash(&name), slot);
+        }
+    }
+
+    /// Indexes `slot`; if its entry landed implausibly far from home (names chosen to collide
+    /// under this seed), draws a new seed and rebuilds the index.
+    fn index_insert(&mut self, hash: u64, slot: u32) {
+        let distance = self.index.insert(hash, slot);
+        self.inserts_since_seed += 1;
+        if distance > MAX_PROBE && self.inserts_since_seed >= self.live as usize / 2 {
+            self.reseed();
+        }
+    }
+
+    /// Draws a new hash seed and re-indexes every live key under it.
+    #[cold]
+    fn reseed(&mut self) {
+        self.hasher = fresh_hasher();
+        self.inserts_since_seed = 0;
+        self.reseeds += 1;
+        #[cfg(test)]
+        {
+            self.colliding_hashes = false; // the crafted names do not collide under a new seed
+        }
+        self.index.clear();
+        for (slot, k) in self.slots.iter().enumerate().skip(1) {
+            if let Some(name) = &k.name {
+                let hash = hash_name(
+                    &self.hasher,
+                    name,
+                    #[cfg(test)]
+                    self.colliding_hashes,
+                );
+                self.index.insert(hash, slot as u32);
+            }
         }
     }
 
@@ -154,7 +246,7 @@ impl KeyTable {
         let Some(name) = self.slots[slot as usize].name.take() else {
             return;
         };
-        self.index.remove(hash_name(&self.hasher, &name), slot);
+        self.index.remove(self.hash(&name), slot);
         self.live -= 1;
         let in_ready = self.slots[slot as usize].has(IN_READY);
         self.slots[slot as usize] = KeyState::vacant(NIL);
@@ -244,11 +336,79 @@ fn name_is(slots: &[KeyState], slot: u32, name: &str) -> bool {
         .is_some_and(|n| n.as_bytes() == name.as_bytes())
 }
 
+/// How far from its home position an index entry may land before the table suspects flooding.
+/// With a good hash, a table at its 75% load limit sees at most about 180 among two million
+/// entries; names crafted to collide pile up in one run, and each lookup in it scans the run.
+/// Past this distance the seed is redrawn, so a flood costs at most this many probes per
+/// lookup (8 KiB of contiguous entries) until then, and the crafted names scatter after.
+const MAX_PROBE: usize = 1024;
+
+/// A hasher with a seed from the OS (foldhash's own per-hasher seeds come from a counter and
+/// a stack address). foldhash rather than std's SipHash: a million-key lookup spends its time
+/// on one cache miss, and SipHash's ~15 ns on a short name was most of the rest; foldhash is
+/// only "minimally DoS-resistant", which [`MAX_PROBE`] and reseeding make up for.
+fn fresh_hasher() -> SeedableRandomState {
+    let seed = getrandom::u64().unwrap_or_else(|_| {
+        // No OS randomness: fall back to foldhash's own per-hasher seeding.
+        foldhash::fast::RandomState::default().hash_one(0u64)
+    });
+    SeedableRandomState::with_seed(seed, SharedSeed::global_random())
+}
+
 /// Hashes a key name's bytes in one `write` (cheaper than `Hash for str`, which adds a
 /// separator byte in a second call; the table only ever holds strings, so no ambiguity).
 #[inline]
-fn hash_name(hasher: &RandomState, name: &str) -> u64 {
+fn hash_name(hasher: &SeedableRandomState, name: &str, #[cfg(test)] colliding: bool) -> u64 {
     let mut h = hasher.build_hasher();
     h.write(name.as_bytes());
-    h.finish()
+    let hash = h.finish();
+    #[cfg(test)]
+    if colliding {
+        // Distinct tags (so lookups stay exact) but one home position for every name.
+        return hash & 0x0000_0000_FFFF_FFFF | (hash & 0xFFFF) << 32;
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names that all hash to one home position pile up in one probe run; once an insert lands
+    /// past `MAX_PROBE`, the table draws a new seed and every key is still found, at its own
+    /// slot, under the new one.
+    #[test]
+    fn a_collision_flood_redraws_the_seed_and_loses_no_key() {
+        let mut t = KeyTable::new();
+        t.colliding_hashes = true;
+        let names: Vec<String> = (0..3000).map(|i| format!("crafted-{i}")).collect();
+        let slots: Vec<u32> = names
+            .iter()
+            .map(|n| t.get_or_insert(n).expect("room"))
+            .collect();
+        assert_eq!(t.reseeds, 1, "one redraw ends the flood");
+        assert!(!t.colliding_hashes);
+        assert_eq!(t.live, 3000);
+        for (n, &s) in names.iter().zip(&slots) {
+            assert_eq!(t.find(n), Some(s), "{n}");
+        }
+        assert_eq!(t.find("crafted-3000"), None);
+        // Removal still finds the entries placed under the new seed.
+        for (n, &s) in names.iter().zip(&slots).take(1000) {
+            t.remove(s);
+            assert_eq!(t.find(n), None);
+        }
+        assert_eq!(t.live, 2000);
+    }
+
+    /// Ordinary names never trigger a redraw (the guard is far above natural probe lengths).
+    #[test]
+    fn ordinary_names_keep_their_seed() {
+        let mut t = KeyTable::new();
+        for i in 0..200_000 {
+            t.get_or_insert(&format!("tenant-{i}")).expect("room");
+        }
+        assert_eq!(t.reseeds, 0);
+        assert_eq!(t.live, 200_000);
+    }
 }
