@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
 //!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
-//!     [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
+//!     [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
 //! ```
 //! `--filter N=GT.ivecs` (repeatable) adds, after the unfiltered sweep, a sweep whose searches
 //! pass `DenseIndex::search` an `allow` filter letting only ids with `id % N == 0` through
@@ -22,7 +22,7 @@
 //! tames a noisy shared machine).
 
 use flowvec::vector::Metric;
-use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend};
+use flowvec::vector::dense::{DenseConfig, DenseIndex, GraphBackend, Traversal};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashSet;
@@ -71,6 +71,7 @@ struct Args {
     m: usize,
     ef_construction: usize,
     backend: GraphBackend,
+    traversal: Traversal,
     limit: Option<usize>,
     repeat: usize,
     filters: Vec<(u32, String)>,
@@ -84,7 +85,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("error: {msg}");
     eprintln!(
         "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
-         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F]"
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F]"
     );
     std::process::exit(2)
 }
@@ -99,6 +100,7 @@ fn parse_args() -> Args {
         m: 16,
         ef_construction: 200,
         backend: GraphBackend::default(),
+        traversal: Traversal::Exact,
         limit: None,
         repeat: 1,
         filters: Vec::new(),
@@ -159,6 +161,13 @@ fn parse_args() -> Args {
                 match u32::try_from(n) {
                     Ok(n) if n > 0 => args.filters.push((n, path.to_string())),
                     _ => usage(&format!("--filter modulus must be a positive u32, got {n}")),
+                }
+            }
+            "--traversal" => {
+                args.traversal = match value().as_str() {
+                    "exact" => Traversal::Exact,
+                    "int8" => Traversal::Int8,
+                    other => usage(&format!("--traversal wants exact or int8, got {other}")),
                 }
             }
             "--backend" => {
@@ -228,7 +237,8 @@ fn main() {
     let mut config = DenseConfig::new(dim, args.metric)
         .with_m(args.m)
         .with_ef_construction(args.ef_construction)
-        .with_backend(args.backend);
+        .with_backend(args.backend)
+        .with_traversal(args.traversal);
     if let Some(threshold) = args.exact_threshold {
         config = config.with_exact_threshold(threshold);
     }

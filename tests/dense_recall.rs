@@ -52,3 +52,100 @@ fn graph_scores_equal_exact_scores_for_the_same_id() {
         }
     }
 }
+
+/// An index like [`build_with`]'s native graph, walking it on int8 codes.
+fn build_int8(
+    metric: flowvec::vector::Metric,
+    data: &[Vec<f32>],
+) -> flowvec::vector::dense::DenseIndex {
+    use flowvec::vector::dense::{DenseConfig, DenseIndex, Traversal};
+    let config = DenseConfig::new(data[0].len(), metric)
+        .with_exact_threshold(0)
+        .with_traversal(Traversal::Int8);
+    let mut index = DenseIndex::new(config).expect("valid config");
+    for (id, v) in data.iter().enumerate() {
+        index.insert(id as u32, v).expect("valid vector");
+    }
+    index
+}
+
+/// The int8 walk finds what the exact walk finds (within 0.01 recall@10 of it, and >= 0.95
+/// against the exact scan), for every metric, and its scores are the exact ones.
+#[test]
+fn int8_walk_keeps_recall_and_returns_exact_scores() {
+    for metric in METRICS {
+        let data = for_metric(metric, clustered(3_000, 32, 40, 7));
+        let queries = for_metric(metric, clustered(200, 32, 40, 8));
+        let walk8 = build_int8(metric, &data);
+        let walk32 = build(metric, &data, true);
+        let exact = build(metric, &data, false);
+        assert!(walk8.uses_graph());
+        let all: Vec<std::collections::HashMap<u32, f32>> = queries
+            .iter()
+            .take(20)
+            .map(|q| {
+                exact
+                    .search(q, data.len(), None, None, None)
+                    .expect("valid")
+                    .into_iter()
+                    .collect()
+            })
+            .collect();
+        let (mut hits8, mut hits32) = (0usize, 0usize);
+        for (i, q) in queries.iter().enumerate() {
+            let truth: HashSet<u32> = exact
+                .search(q, 10, None, None, None)
+                .expect("valid")
+                .into_iter()
+                .map(|h| h.0)
+                .collect();
+            let got8 = walk8.search(q, 10, None, None, None).expect("valid");
+            let got32 = walk32.search(q, 10, None, None, None).expect("valid");
+            assert_eq!(got8.len(), 10);
+            hits8 += got8.iter().filter(|h| truth.contains(&h.0)).count();
+            hits32 += got32.iter().filter(|h| truth.contains(&h.0)).count();
+            if let Some(scores) = all.get(i) {
+                for (id, score) in &got8 {
+                    assert_eq!(scores[id], *score, "{metric:?} id {id}: scores are exact");
+                }
+            }
+        }
+        let (r8, r32) = (
+            hits8 as f64 / (10 * queries.len()) as f64,
+            hits32 as f64 / (10 * queries.len()) as f64,
+        );
+        eprintln!("{metric:?}: recall@10 int8 walk {r8:.4}, exact walk {r32:.4}");
+        assert!(
+            r8 >= 0.95 && r8 >= r32 - 0.01,
+            "{metric:?}: {r8:.4} vs {r32:.4}"
+        );
+    }
+}
+
+/// Codes follow the rows through removals, replacements and the compaction they trigger.
+#[test]
+fn int8_walk_survives_replacement_and_compaction() {
+    let metric = flowvec::vector::Metric::Cosine;
+    let data = clustered(1_200, 16, 12, 21);
+    let mut index = build_int8(metric, &data);
+    // Replace the first half with other vectors (tombstones past the compaction fraction).
+    let other = clustered(600, 16, 12, 22);
+    for (id, v) in other.iter().enumerate() {
+        index.insert(id as u32, v).expect("valid");
+    }
+    let current: Vec<Vec<f32>> = other.iter().chain(&data[600..]).cloned().collect();
+    let exact = build(metric, &current, false);
+    let mut hits = 0;
+    for q in current.iter().step_by(12) {
+        let truth: HashSet<u32> = exact
+            .search(q, 10, None, None, None)
+            .expect("valid")
+            .into_iter()
+            .map(|h| h.0)
+            .collect();
+        let got = index.search(q, 10, None, None, None).expect("valid");
+        hits += got.iter().filter(|h| truth.contains(&h.0)).count();
+    }
+    let recall = hits as f64 / (10 * current.len().div_ceil(12)) as f64;
+    assert!(recall >= 0.95, "recall@10 {recall:.4} after replacements");
+}

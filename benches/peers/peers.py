@@ -326,6 +326,14 @@ def report(res, args, elapsed):
                 f"| {name} | {ratio(r['build_cpu_s'], nat['build_cpu_s'])} | {ratio(nat['mem_mb'], r['mem_mb'])} | "
                 + " | ".join(ratio(a, b) for a, b in zip(nat_at, at)) + " |"
             )
+    q8, hl = dense.get("flowvec native int8"), dense.get("hnswlib")
+    if q8 and hl:
+        q8_at = [qps_at(q8["points"], t, key) for t in RECALL_TARGETS]
+        hl_at = [qps_at(hl["points"], t, key) for t in RECALL_TARGETS]
+        lines += ["", "flowvec native with the int8 walk (`Traversal::Int8`, opt-in: it keeps int8 copies "
+                  "of the vectors, rescoring candidates exactly) / hnswlib: build "
+                  f"{ratio(hl['build_cpu_s'], q8['build_cpu_s'])}, memory {ratio(q8['mem_mb'], hl['mem_mb'])}, QPS "
+                  + " / ".join(ratio(a, b) for a, b in zip(q8_at, hl_at)) + " at recall 0.90 / 0.95 / 0.99."]
     if "sparse" in res:
         lines += ["", "## Sparse (exact top-10)", "",
                   "| weighting | flowvec recall | flowvec QPS | scipy CSR recall | scipy QPS | flowvec / scipy |",
@@ -389,14 +397,14 @@ def main():
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="4 ef values, skip hnsw_rs, sparse and filtered")
-    ap.add_argument("--only", default="", help="comma list: native,hnsw_rs,hnswlib,faiss,usearch,sparse,filtered")
+    ap.add_argument("--only", default="", help="comma list: native,int8,hnsw_rs,hnswlib,faiss,usearch,sparse,filtered")
     args = ap.parse_args()
     started = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = Path(args.data)
     efs = QUICK_EFS if args.quick else FULL_EFS
-    default = ["native", "hnswlib", "faiss", "usearch"] + ([] if args.quick else ["hnsw_rs", "sparse", "filtered"])
+    default = ["native", "int8", "hnswlib", "faiss", "usearch"] + ([] if args.quick else ["hnsw_rs", "sparse", "filtered"])
     only = set(args.only.split(",")) if args.only else set(default)
 
     log("building flowvec examples (release)")
@@ -425,6 +433,10 @@ def main():
     if "native" in only:
         log("flowvec native")
         res["dense"]["flowvec native"] = run_flowvec("native", paths, efs, args, {})
+    if "int8" in only:
+        log("flowvec native, int8 graph walk (opt-in: Traversal::Int8)")
+        res["dense"]["flowvec native int8"] = run_flowvec("native", paths, efs, args, {},
+                                                          extra=["--traversal", "int8"], tag="native_int8")
     if "hnswlib" in only:
         log("hnswlib")
         res["dense"]["hnswlib"] = run_hnswlib(base, queries, gt, efs, args, {})

@@ -37,7 +37,7 @@ mod kernels;
 mod native_graph;
 mod store;
 
-pub use config::{DEFAULT_EXACT_THRESHOLD, DenseConfig, GraphBackend, MAX_EF};
+pub use config::{DEFAULT_EXACT_THRESHOLD, DenseConfig, GraphBackend, MAX_EF, Traversal};
 
 use crate::vector::{Metric, TieBreak, TopK, VectorError};
 use graph::AnnGraph;
@@ -96,7 +96,10 @@ impl DenseIndex {
     /// [`DenseConfig::validate`]).
     pub fn new(config: DenseConfig) -> Result<Self, VectorError> {
         config.validate()?;
-        let store = Store::new(config.dimension, config.metric, Kernels::detect());
+        let mut store = Store::new(config.dimension, config.metric, Kernels::detect());
+        if config.traversal == Traversal::Int8 && config.backend == GraphBackend::Native {
+            store = store.with_codes();
+        }
         Ok(DenseIndex {
             config,
             store,
@@ -273,7 +276,12 @@ impl DenseIndex {
         let ef = ef.max(k);
         // A few candidates beyond k, rescored exactly, so ties at the k-th place are broken
         // the same way as by the exact scan.
-        let want = (k + k / 4 + 2).min(ef);
+        // With the int8 walk, all `ef` candidates are rescored: its order is approximate.
+        let want = if store.has_codes() {
+            ef
+        } else {
+            (k + k / 4 + 2).min(ef)
+        };
         let slots = graph.search(store, &prepared.values, want, ef, filter);
         let mut top = TopK::new(k, tie);
         for slot in slots {

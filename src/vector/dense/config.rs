@@ -13,6 +13,20 @@ pub enum GraphBackend {
     HnswRs,
 }
 
+/// How a search walks the graph (builds always use exact distances).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Traversal {
+    /// Exact `f32` distances on the stored vectors.
+    #[default]
+    Exact,
+    /// Approximate distances on int8 copies of the vectors (each scaled by its largest
+    /// magnitude), a quarter of the bytes per visited node; the candidates are then rescored
+    /// exactly, so returned scores are exact. Costs `dimension + 4` bytes per vector (+4 more
+    /// for Euclidean). Native graph only; ignored by `hnsw-rs`.
+    Int8,
+}
+
 /// Parameters of a [`DenseIndex`](super::DenseIndex).
 ///
 /// Build it with [`DenseConfig::new`] and adjust with the `with_*` methods; the defaults suit
@@ -49,6 +63,8 @@ pub struct DenseConfig {
     pub rebuild_fraction: f64,
     /// Which graph implementation to use.
     pub backend: GraphBackend,
+    /// How searches walk the graph (default [`Traversal::Exact`]).
+    pub traversal: Traversal,
 }
 
 /// The largest `ef` (construction or search) accepted; wider beams cost more than an exact scan
@@ -74,6 +90,7 @@ impl DenseConfig {
             exact_threshold: DEFAULT_EXACT_THRESHOLD,
             rebuild_fraction: 0.25,
             backend: GraphBackend::default(),
+            traversal: Traversal::default(),
         }
     }
 
@@ -116,6 +133,28 @@ impl DenseConfig {
     #[must_use]
     pub fn with_backend(mut self, backend: GraphBackend) -> Self {
         self.backend = backend;
+        self
+    }
+
+    /// Sets [`DenseConfig::traversal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex, Traversal};
+    /// let config = DenseConfig::new(2, Metric::Cosine)
+    ///     .with_traversal(Traversal::Int8)
+    ///     .with_exact_threshold(0);
+    /// let mut index = DenseIndex::new(config)?;
+    /// index.insert(1, &[1.0, 0.0])?;
+    /// index.insert(2, &[0.0, 1.0])?;
+    /// let hits = index.search(&[0.9, 0.1], 1, None, None, None)?;
+    /// assert_eq!(hits[0].0, 1);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    #[must_use]
+    pub fn with_traversal(mut self, traversal: Traversal) -> Self {
+        self.traversal = traversal;
         self
     }
 

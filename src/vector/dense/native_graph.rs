@@ -18,7 +18,7 @@
 use super::graph::{AnnGraph, distance};
 use super::graph_image::GraphImage;
 use super::kernels::prefetch;
-use super::store::Store;
+use super::store::{CodedQuery, Store};
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -219,10 +219,10 @@ impl NativeGraph {
     }
 
     /// Greedy descent through the layers above `down_to`, from the entry point.
-    fn descend(&self, store: &Store, query: &[f32], down_to: u8) -> Option<Near> {
+    fn descend(&self, scorer: &impl Scorer, down_to: u8) -> Option<Near> {
         let entry = self.entry?;
         let mut cur = Near {
-            dist: Self::dist_query(store, query, entry),
+            dist: scorer.dist(entry),
             slot: entry,
         };
         let mut level = self.max_level;
@@ -231,7 +231,7 @@ impl NativeGraph {
             while changed {
                 changed = false;
                 for &n in self.links(cur.slot, level) {
-                    let d = Self::dist_query(store, query, n);
+                    let d = scorer.dist(n);
                     if d < cur.dist {
                         cur = Near { dist: d, slot: n };
                         changed = true;
@@ -249,7 +249,7 @@ impl NativeGraph {
     fn search_layer(
         &self,
         store: &Store,
-        query: &[f32],
+        scorer: &impl Scorer,
         entry: Near,
         ef: usize,
         level: u8,
@@ -262,8 +262,6 @@ impl NativeGraph {
         if accept.is_none_or(|f| f(entry.slot)) {
             scratch.results.push(entry);
         }
-        let data = store.data();
-        let dim = store.dim();
         while let Some(std::cmp::Reverse(c)) = scratch.candidates.pop() {
             if scratch.results.len() >= ef
                 && scratch
@@ -285,14 +283,13 @@ impl NativeGraph {
                 self.prefetch_links(next.slot, level);
             }
             if let Some(&first) = fresh.first() {
-                prefetch_row(data, first as usize * dim, dim);
+                scorer.prefetch(first);
             }
             for (i, &n) in fresh.iter().enumerate() {
                 if let Some(&next) = fresh.get(i + 1) {
-                    prefetch_row(data, next as usize * dim, dim);
-                    store.prefetch_inv_norm(next);
+                    scorer.prefetch(next);
                 }
-                let d = Self::dist_query(store, query, n);
+                let d = scorer.dist(n);
                 let full = scratch.results.len() >= ef;
                 if !full || scratch.results.peek().is_some_and(|worst| d < worst.dist) {
                     let near = Near { dist: d, slot: n };
@@ -575,8 +572,12 @@ impl AnnGraph for NativeGraph {
             return;
         };
         let query = store.graph_vector(slot);
+        let scorer = ExactScorer {
+            store,
+            query: &query,
+        };
         let mut cur = self
-            .descend(store, &query, level)
+            .descend(&scorer, level)
             .expect("the graph has an entry point");
         let mut scratch = self.take_scratch();
         let mut sorted = Vec::new();
@@ -584,7 +585,7 @@ impl AnnGraph for NativeGraph {
         for l in (0..=level.min(self.max_level)).rev() {
             self.search_layer(
                 store,
-                &query,
+                &scorer,
                 cur,
                 self.ef_construction,
                 l,
@@ -621,11 +622,29 @@ impl AnnGraph for NativeGraph {
         ef: usize,
         allow: Option<&dyn Fn(u32) -> bool>,
     ) -> Vec<u32> {
-        let Some(start) = self.descend(store, query, 0) else {
-            return Vec::new();
-        };
         let mut scratch = self.take_scratch();
-        self.search_layer(store, query, start, ef.max(k), 0, allow, &mut scratch);
+        match store.code_query(query) {
+            // The int8 walk: a quarter of the bytes per visit. The caller rescores exactly.
+            Some(coded) => {
+                let scorer = CodeScorer {
+                    store,
+                    query: &coded,
+                };
+                let Some(start) = self.descend(&scorer, 0) else {
+                    self.give_scratch(scratch);
+                    return Vec::new();
+                };
+                self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
+            }
+            None => {
+                let scorer = ExactScorer { store, query };
+                let Some(start) = self.descend(&scorer, 0) else {
+                    self.give_scratch(scratch);
+                    return Vec::new();
+                };
+                self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
+            }
+        }
         let mut found: Vec<Near> = scratch.results.drain().collect();
         self.give_scratch(scratch);
         found.sort_unstable();
@@ -656,6 +675,50 @@ impl AnnGraph for NativeGraph {
                 .iter()
                 .map(|s| s.marks.capacity() * 2)
                 .sum::<usize>()
+    }
+}
+
+/// How a walk measures a query's distance to a slot, and warms the next slot's data.
+trait Scorer {
+    fn dist(&self, slot: u32) -> f32;
+    fn prefetch(&self, slot: u32);
+}
+
+/// Exact distances on the stored `f32` rows (every build, and searches by default).
+struct ExactScorer<'a> {
+    store: &'a Store,
+    query: &'a [f32],
+}
+
+impl Scorer for ExactScorer<'_> {
+    #[inline(always)]
+    fn dist(&self, slot: u32) -> f32 {
+        NativeGraph::dist_query(self.store, self.query, slot)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, slot: u32) {
+        let dim = self.store.dim();
+        prefetch_row(self.store.data(), slot as usize * dim, dim);
+        self.store.prefetch_inv_norm(slot);
+    }
+}
+
+/// Approximate distances on the int8 codes ([`Traversal::Int8`](super::Traversal::Int8)).
+struct CodeScorer<'a> {
+    store: &'a Store,
+    query: &'a CodedQuery,
+}
+
+impl Scorer for CodeScorer<'_> {
+    #[inline(always)]
+    fn dist(&self, slot: u32) -> f32 {
+        self.store.code_distance(self.query, slot)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, slot: u32) {
+        self.store.prefetch_code(slot);
     }
 }
 

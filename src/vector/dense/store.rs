@@ -27,6 +27,41 @@ pub(crate) struct PreparedQuery {
     pub(crate) values: Vec<f32>,
 }
 
+/// int8 copies of the rows, for a graph walk that reads a quarter of the bytes per visit
+/// ([`Traversal::Int8`](super::Traversal::Int8)). Each row is scaled by its own largest
+/// magnitude onto `-127..=127`; `mult` folds that scale with the cosine inverse norm, so an
+/// approximate inner product is one int8 dot product and two multiplies.
+#[derive(Debug, Default)]
+pub(crate) struct Codes {
+    data: Vec<i8>,
+    mult: Vec<f32>,
+    /// `|row|^2` per slot (Euclidean only; empty otherwise).
+    sq_norms: Vec<f32>,
+}
+
+/// A query prepared for the int8 walk.
+pub(crate) struct CodedQuery {
+    codes: Vec<i8>,
+    scale: f32,
+    sq_norm: f32,
+}
+
+/// `row`'s codes (appended to `out`) and their scale: `row[i] ≈ code[i] * scale`.
+fn encode(row: &[f32], out: &mut Vec<i8>) -> f32 {
+    let max = row.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let scale = if max > 0.0 && max.is_finite() {
+        max / 127.0
+    } else {
+        1.0
+    };
+    out.extend(
+        row.iter()
+            // `as` saturates (and maps NaN to 0): the codes stay in range for any input.
+            .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
+    );
+    scale
+}
+
 #[derive(Debug)]
 pub(crate) struct Store {
     dim: usize,
@@ -41,6 +76,8 @@ pub(crate) struct Store {
     /// Whether the slot holds a current vector (false: tombstone).
     live: Vec<bool>,
     slot_of: HashMap<u32, u32>,
+    /// int8 copies of the rows, when searches walk the graph on them.
+    codes: Option<Codes>,
 }
 
 impl Store {
@@ -54,7 +91,84 @@ impl Store {
             ids: Vec::new(),
             live: Vec::new(),
             slot_of: HashMap::new(),
+            codes: None,
         }
+    }
+
+    /// The same store, keeping int8 copies of its rows from now on (call it while empty).
+    pub(crate) fn with_codes(mut self) -> Self {
+        debug_assert!(self.ids.is_empty(), "codes are made as rows arrive");
+        self.codes = Some(Codes::default());
+        self
+    }
+
+    /// Appends the codes of `slot`'s row (the row itself is already stored).
+    fn push_codes(&mut self, slot: u32) {
+        let dim = self.dim;
+        let inv = self.inv_norm(slot);
+        let metric = self.metric;
+        let dot = self.kernels.dot;
+        let row = &self.data[slot as usize * dim..][..dim];
+        if let Some(codes) = &mut self.codes {
+            let needed = codes.data.len() + dim;
+            grow_for(&mut codes.data, needed);
+            let scale = encode(row, &mut codes.data);
+            codes.mult.push(match metric {
+                Metric::Cosine => scale * inv,
+                _ => scale,
+            });
+            if metric == Metric::Euclidean {
+                codes.sq_norms.push(dot(row, row));
+            }
+        }
+    }
+
+    /// The query prepared for the int8 walk, or `None` when the store keeps no codes.
+    pub(crate) fn code_query(&self, prepared: &[f32]) -> Option<CodedQuery> {
+        self.codes.as_ref()?;
+        let mut codes = Vec::with_capacity(self.dim);
+        let scale = encode(prepared, &mut codes);
+        Some(CodedQuery {
+            codes,
+            scale,
+            sq_norm: (self.kernels.dot)(prepared, prepared),
+        })
+    }
+
+    /// The approximate distance (same scale as the exact graph distance) of `slot`.
+    #[inline]
+    pub(crate) fn code_distance(&self, q: &CodedQuery, slot: u32) -> f32 {
+        let Some(codes) = &self.codes else {
+            return f32::INFINITY;
+        };
+        let s = slot as usize;
+        let row = &codes.data[s * self.dim..][..self.dim];
+        let ip = (self.kernels.dot_i8)(&q.codes, row) as f32 * q.scale * codes.mult[s];
+        let d = match self.metric {
+            Metric::Cosine => (1.0 - ip).max(0.0),
+            Metric::Euclidean => (q.sq_norm + codes.sq_norms[s] - 2.0 * ip).max(0.0),
+            Metric::DotProduct => super::graph::dot_distance(ip),
+        };
+        if d.is_nan() { f32::INFINITY } else { d }
+    }
+
+    /// Prefetches `slot`'s codes (a hint).
+    #[inline]
+    pub(crate) fn prefetch_code(&self, slot: u32) {
+        if let Some(codes) = &self.codes {
+            let start = slot as usize * self.dim;
+            let mut offset = 0;
+            while offset < self.dim {
+                super::kernels::prefetch(&codes.data, start + offset);
+                offset += 64;
+            }
+            super::kernels::prefetch(&codes.mult, slot as usize);
+        }
+    }
+
+    /// Whether searches walk the graph on int8 codes.
+    pub(crate) fn has_codes(&self) -> bool {
+        self.codes.is_some()
     }
 
     pub(crate) fn dim(&self) -> usize {
@@ -103,6 +217,9 @@ impl Store {
         }
         self.ids.push(id);
         self.live.push(true);
+        if self.codes.is_some() {
+            self.push_codes(slot);
+        }
         slot
     }
 
@@ -210,6 +327,9 @@ impl Store {
     /// A copy holding only the live vectors, renumbered densely in slot order.
     pub(crate) fn compacted(&self) -> Store {
         let mut out = Store::new(self.dim, self.metric, self.kernels);
+        if self.codes.is_some() {
+            out = out.with_codes();
+        }
         out.data.reserve(self.len() * self.dim);
         out.ids.reserve(self.len());
         for slot in 0..self.slots() as u32 {
@@ -222,6 +342,9 @@ impl Store {
                 out.ids.push(self.ids[slot as usize]);
                 out.live.push(true);
                 out.slot_of.insert(self.ids[slot as usize], new_slot);
+                if out.codes.is_some() {
+                    out.push_codes(new_slot);
+                }
             }
         }
         out
@@ -235,5 +358,8 @@ impl Store {
             + self.live.capacity()
             // hashbrown: key + value + one control byte per bucket, buckets ≈ capacity * 8 / 7
             + self.slot_of.capacity() * 8 / 7 * (4 + 4 + 1)
+            + self.codes.as_ref().map_or(0, |c| {
+                c.data.capacity() + c.mult.capacity() * 4 + c.sq_norms.capacity() * 4
+            })
     }
 }
