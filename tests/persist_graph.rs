@@ -23,6 +23,7 @@ fn config(metric: Metric) -> IndexConfig {
         m: 6,
         ef_construction: 24,
         ef_search: 10,
+        ..GraphParams::default()
     };
     config
 }

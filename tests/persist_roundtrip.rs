@@ -363,6 +363,7 @@ fn extreme_values_and_empty_parts_survive_exactly() {
         m: 7,
         ef_construction: 33,
         ef_search: 12,
+        traversal: flowvec::vector::dense::Traversal::Int8,
     };
     config.limits = Limits {
         top_k_max: 77,

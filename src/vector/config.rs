@@ -1,6 +1,6 @@
 //! An index's kind, metric, graph parameters and limits (DESIGN §2.1).
 
-use crate::vector::dense::DenseConfig;
+use crate::vector::dense::{DenseConfig, Traversal};
 use crate::vector::{Metric, VectorError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -71,6 +71,11 @@ pub struct GraphParams {
     pub ef_construction: usize,
     /// Candidate list size while searching, at least 1. Default 64.
     pub ef_search: usize,
+    /// How searches walk the graph: exact (default) or on int8 copies of the vectors, which
+    /// is faster but costs `dimension + 4` bytes per vector (see [`Traversal`]). Absent from
+    /// the JSON when exact, so snapshots of default configurations read as before.
+    #[serde(default, skip_serializing_if = "Traversal::is_exact")]
+    pub traversal: Traversal,
 }
 
 impl Default for GraphParams {
@@ -79,6 +84,7 @@ impl Default for GraphParams {
             m: 16,
             ef_construction: 200,
             ef_search: 64,
+            traversal: Traversal::Exact,
         }
     }
 }
@@ -160,6 +166,7 @@ impl IndexConfig {
                 .with_m(self.graph.m)
                 .with_ef_construction(self.graph.ef_construction)
                 .with_ef_search(self.graph.ef_search)
+                .with_traversal(self.graph.traversal)
         })
     }
 
@@ -239,6 +246,29 @@ impl IndexConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traversal_is_optional_in_json_and_reaches_the_dense_config() {
+        let old = r#"{"m":16,"efConstruction":200,"efSearch":64}"#;
+        let g: GraphParams = serde_json::from_str(old).expect("configs without it still parse");
+        assert_eq!(g.traversal, Traversal::Exact);
+        assert_eq!(serde_json::to_string(&g).expect("serialises"), old);
+        let int8 = GraphParams {
+            traversal: Traversal::Int8,
+            ..g
+        };
+        let json = serde_json::to_string(&int8).expect("serialises");
+        assert!(json.ends_with(r#","traversal":"int8"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(int8));
+        let bad = r#"{"m":16,"efConstruction":200,"efSearch":64,"traversal":"int4"}"#;
+        let err = serde_json::from_str::<GraphParams>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("int4"), "{err}");
+        let mut c = IndexConfig::dense(8, Metric::Cosine);
+        c.graph.traversal = Traversal::Int8;
+        assert_eq!(c.dense_config().map(|d| d.traversal), Some(Traversal::Int8));
+    }
 
     #[test]
     fn constructors_validate() {

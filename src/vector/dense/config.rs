@@ -1,6 +1,7 @@
 //! Parameters of a dense index and their validation.
 
 use crate::vector::{Metric, VectorError};
+use serde::{Deserialize, Serialize};
 
 /// Which approximate nearest-neighbour graph serves namespaces above the exact-scan threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -14,7 +15,11 @@ pub enum GraphBackend {
 }
 
 /// How a search walks the graph (builds always use exact distances).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+///
+/// In an [`IndexConfig`](crate::vector::IndexConfig)'s JSON it is `graph.traversal`, `"exact"`
+/// or `"int8"` (absent means exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Traversal {
     /// Exact `f32` distances on the stored vectors.
@@ -25,6 +30,14 @@ pub enum Traversal {
     /// exactly, so returned scores are exact. Costs `dimension + 4` bytes per vector (+4 more
     /// for Euclidean). Native graph only; ignored by `hnsw-rs`.
     Int8,
+}
+
+impl Traversal {
+    /// Whether this is the default, [`Traversal::Exact`] (left out of serialised configs).
+    #[must_use]
+    pub fn is_exact(&self) -> bool {
+        *self == Traversal::Exact
+    }
 }
 
 /// Parameters of a [`DenseIndex`](super::DenseIndex).

@@ -232,6 +232,11 @@ impl Store {
         }
         self.ids.reserve_exact(additional);
         self.live.reserve_exact(additional);
+        if let Some(codes) = &mut self.codes {
+            codes.data.reserve_exact(additional * self.dim);
+            super::kernels::advise_huge_pages(&codes.data);
+            codes.mult.reserve_exact(additional);
+        }
         self.slot_of.reserve(additional);
     }
 
