@@ -76,6 +76,32 @@ pub(crate) fn distance(
     if d.is_nan() { f32::INFINITY } else { d }
 }
 
+/// [`distance`] from one prepared query to four graph vectors, read side by side (see
+/// `Kernels::dot4`). May differ from [`distance`] in the last bit of the sum.
+#[inline]
+pub(crate) fn distance4(
+    metric: Metric,
+    kernels: &Kernels,
+    a: &[f32],
+    b: [&[f32]; 4],
+    inv_norm_b: [f32; 4],
+) -> [f32; 4] {
+    let raw = match metric {
+        Metric::Cosine | Metric::DotProduct => (kernels.dot4)(a, b),
+        Metric::Euclidean => (kernels.l2sq4)(a, b),
+    };
+    let mut out = [0.0f32; 4];
+    for (r, o) in out.iter_mut().enumerate() {
+        let d = match metric {
+            Metric::Cosine => (1.0 - raw[r] * inv_norm_b[r]).max(0.0),
+            Metric::Euclidean => raw[r],
+            Metric::DotProduct => dot_distance(raw[r]),
+        };
+        *o = if d.is_nan() { f32::INFINITY } else { d };
+    }
+    out
+}
+
 /// Maps an inner product to a positive distance, strictly decreasing in it and continuous:
 /// `1 - dot` for `dot <= 0`, `1 / (1 + dot)` above. Unlike `1 - dot` it stays non-negative
 /// for unnormalised vectors (hnsw_rs asserts distances are `>= 0`), and unlike the clamped

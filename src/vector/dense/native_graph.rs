@@ -5,9 +5,14 @@
 //! second flat array (`1 + M` words per layer) found through a per-slot offset. The vectors are
 //! not copied: distances read the store's contiguous rows (for cosine, the row times its
 //! inverse norm). Searches take a scratch (visited marks with a generation counter, both
-//! heaps, a buffer) from a small pool, so a search allocates nothing once warm; the next
-//! neighbour's vector (and, for cosine, its inverse norm) is prefetched while the current one
-//! is scored, and a node pushed onto the frontier gets its neighbour list prefetched at once
+//! heaps, a buffer) from a small pool, so a search allocates nothing once warm. An expanded
+//! node's unvisited neighbours are scored four at a time (`Kernels::dot4`: four rows read side
+//! by side, so their cache misses overlap; faiss does the same), and the next four rows (and,
+//! for cosine, their inverse norms) are prefetched while the current four are scored. Measured
+//! on minilm-text against scoring one row at a time with the next one prefetched, three
+//! interleaved runs each, medians: QPS 10,877 → 16,675 at ef 16 and 5,000 → 5,953 at ef 64,
+//! build 2,055 → 2,351 vectors/s (CPU time; no prefetch of the next four: 15,631 / 5,557;
+//! four lines per row instead of eight: 15,625 / 5,813). A node pushed onto the frontier gets its neighbour list prefetched at once
 //! (hnswlib stores links and vector in one block for the same effect; measured +2–7% QPS at
 //! ef 32–64). The vectors and base-layer links sit on transparent huge pages when the OS
 //! allows (`kernels::advise_huge_pages`): build +25%, QPS +10% on 66 MB of vectors. Neighbours are chosen
@@ -15,7 +20,7 @@
 //! neighbour kept so far), both on insert and when a full neighbour list is pruned. Levels come
 //! from a seeded generator, so a build is deterministic given its inputs.
 
-use super::graph::{AnnGraph, distance};
+use super::graph::{AnnGraph, distance, distance4};
 use super::graph_image::GraphImage;
 use super::kernels::prefetch;
 use super::store::{CodedQuery, Store};
@@ -25,7 +30,7 @@ use std::collections::BinaryHeap;
 
 /// Highest level a node may get (levels above ~log_M(n) are astronomically unlikely anyway).
 const MAX_LEVEL: u8 = 15;
-/// Cache lines of the next neighbour's row prefetched while the current one is scored.
+/// Cache lines of each upcoming row prefetched while the current ones are scored.
 const PREFETCH_LINES: usize = 8;
 /// Marks an absent upper-layer block.
 const NO_UPPER: u32 = u32::MAX;
@@ -282,30 +287,59 @@ impl NativeGraph {
             if let Some(std::cmp::Reverse(next)) = scratch.candidates.peek() {
                 self.prefetch_links(next.slot, level);
             }
-            if let Some(&first) = fresh.first() {
+            for &first in fresh.iter().take(4) {
                 scorer.prefetch(first);
             }
-            for (i, &n) in fresh.iter().enumerate() {
-                if let Some(&next) = fresh.get(i + 1) {
+            // Scored four at a time: the four rows stream in side by side, so their cache
+            // misses overlap; the next group's rows are prefetched meanwhile.
+            let mut groups = fresh.chunks_exact(4);
+            for (g, group) in groups.by_ref().enumerate() {
+                for &next in fresh.iter().skip(4 * g + 4).take(4) {
+                    scorer.prefetch(next);
+                }
+                let slots = [group[0], group[1], group[2], group[3]];
+                let dists = scorer.dist4(slots);
+                for (n, d) in slots.into_iter().zip(dists) {
+                    self.consider(n, d, ef, level, accept, scratch);
+                }
+            }
+            let rest = groups.remainder();
+            for (i, &n) in rest.iter().enumerate() {
+                if let Some(&next) = rest.get(i + 1) {
                     scorer.prefetch(next);
                 }
                 let d = scorer.dist(n);
-                let full = scratch.results.len() >= ef;
-                if !full || scratch.results.peek().is_some_and(|worst| d < worst.dist) {
-                    let near = Near { dist: d, slot: n };
-                    // Likely expanded soon: fetch its neighbour list now, while its vector
-                    // (just scored) is hot; hnswlib gets this by storing both in one block.
-                    self.prefetch_links(n, level);
-                    scratch.candidates.push(std::cmp::Reverse(near));
-                    if accept.is_none_or(|f| f(n)) {
-                        scratch.results.push(near);
-                        if scratch.results.len() > ef {
-                            scratch.results.pop();
-                        }
-                    }
-                }
+                self.consider(n, d, ef, level, accept, scratch);
             }
             scratch.fresh = fresh;
+        }
+    }
+
+    /// Offers a scored neighbour to the beam: it joins the frontier (and, if accepted, the
+    /// results) when the results are not full or it beats their worst.
+    #[inline(always)]
+    fn consider(
+        &self,
+        n: u32,
+        d: f32,
+        ef: usize,
+        level: u8,
+        accept: Option<&dyn Fn(u32) -> bool>,
+        scratch: &mut Scratch,
+    ) {
+        let full = scratch.results.len() >= ef;
+        if !full || scratch.results.peek().is_some_and(|worst| d < worst.dist) {
+            let near = Near { dist: d, slot: n };
+            // Likely expanded soon: fetch its neighbour list now, while its vector
+            // (just scored) is hot; hnswlib gets this by storing both in one block.
+            self.prefetch_links(n, level);
+            scratch.candidates.push(std::cmp::Reverse(near));
+            if accept.is_none_or(|f| f(n)) {
+                scratch.results.push(near);
+                if scratch.results.len() > ef {
+                    scratch.results.pop();
+                }
+            }
         }
     }
 
@@ -681,6 +715,11 @@ impl AnnGraph for NativeGraph {
 /// How a walk measures a query's distance to a slot, and warms the next slot's data.
 trait Scorer {
     fn dist(&self, slot: u32) -> f32;
+    /// Four distances at once; by default one after another.
+    #[inline(always)]
+    fn dist4(&self, slots: [u32; 4]) -> [f32; 4] {
+        slots.map(|slot| self.dist(slot))
+    }
     fn prefetch(&self, slot: u32);
 }
 
@@ -694,6 +733,18 @@ impl Scorer for ExactScorer<'_> {
     #[inline(always)]
     fn dist(&self, slot: u32) -> f32 {
         NativeGraph::dist_query(self.store, self.query, slot)
+    }
+
+    #[inline(always)]
+    fn dist4(&self, slots: [u32; 4]) -> [f32; 4] {
+        let store = self.store;
+        distance4(
+            store.metric(),
+            &store.kernels(),
+            self.query,
+            slots.map(|slot| store.row(slot)),
+            slots.map(|slot| store.inv_norm(slot)),
+        )
     }
 
     #[inline(always)]
