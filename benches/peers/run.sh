@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates the peers venv (PyPI only) under target/peers-venv if missing, then runs peers.py.
-# Usage: benches/peers/run.sh [--quick] [--data DIR] [--repeat N] [--only native,hnswlib,...]
+# Usage: benches/peers/run.sh [--quick] [--data DIR] [--repeat N] [--rounds N] [--only native,hnswlib,...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$root/target/peers-venv"
