@@ -3,8 +3,7 @@
 
 mod dense_support;
 
-use dense_support::{METRICS, backends, build, build_with, clustered, for_metric};
-use std::collections::HashSet;
+use dense_support::{METRICS, backends, build, build_with, clustered, for_metric, top10_ids};
 
 #[test]
 fn graph_recall_at_10_is_at_least_095_for_every_metric_and_backend() {
@@ -16,12 +15,7 @@ fn graph_recall_at_10_is_at_least_095_for_every_metric_and_backend() {
         assert!(graph.uses_graph() && !exact.uses_graph());
         let mut hits = 0usize;
         for q in &queries {
-            let truth: HashSet<u32> = exact
-                .search(q, 10, None, None, None)
-                .expect("valid")
-                .into_iter()
-                .map(|h| h.0)
-                .collect();
+            let truth = top10_ids(&exact, q);
             let got = graph.search(q, 10, None, None, None).expect("valid");
             assert_eq!(got.len(), 10);
             hits += got.iter().filter(|h| truth.contains(&h.0)).count();
@@ -93,12 +87,7 @@ fn int8_walk_keeps_recall_and_returns_exact_scores() {
             .collect();
         let (mut hits8, mut hits32) = (0usize, 0usize);
         for (i, q) in queries.iter().enumerate() {
-            let truth: HashSet<u32> = exact
-                .search(q, 10, None, None, None)
-                .expect("valid")
-                .into_iter()
-                .map(|h| h.0)
-                .collect();
+            let truth = top10_ids(&exact, q);
             let got8 = walk8.search(q, 10, None, None, None).expect("valid");
             let got32 = walk32.search(q, 10, None, None, None).expect("valid");
             assert_eq!(got8.len(), 10);
@@ -137,12 +126,7 @@ fn int8_walk_survives_replacement_and_compaction() {
     let exact = build(metric, &current, false);
     let mut hits = 0;
     for q in current.iter().step_by(12) {
-        let truth: HashSet<u32> = exact
-            .search(q, 10, None, None, None)
-            .expect("valid")
-            .into_iter()
-            .map(|h| h.0)
-            .collect();
+        let truth = top10_ids(&exact, q);
         let got = index.search(q, 10, None, None, None).expect("valid");
         hits += got.iter().filter(|h| truth.contains(&h.0)).count();
     }

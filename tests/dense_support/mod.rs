@@ -103,6 +103,17 @@ pub fn build_with(
     index
 }
 
+/// The ids of `index`'s unfiltered top 10 for `query` (the exact index's answer is the truth
+/// recall is measured against).
+pub fn top10_ids(index: &DenseIndex, query: &[f32]) -> std::collections::HashSet<u32> {
+    index
+        .search(query, 10, None, None, None)
+        .expect("valid query")
+        .into_iter()
+        .map(|h| h.0)
+        .collect()
+}
+
 pub const METRICS: [Metric; 3] = [Metric::Cosine, Metric::Euclidean, Metric::DotProduct];
 
 /// Scales vectors so inner products stay in a sensible range for the dot metric.

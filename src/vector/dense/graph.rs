@@ -67,10 +67,21 @@ pub(crate) fn distance(
     b: &[f32],
     inv_norm_b: f32,
 ) -> f32 {
-    let d = match metric {
-        Metric::Cosine => (1.0 - (kernels.dot)(a, b) * inv_norm_b).max(0.0),
+    let raw = match metric {
+        Metric::Cosine | Metric::DotProduct => (kernels.dot)(a, b),
         Metric::Euclidean => (kernels.l2sq)(a, b),
-        Metric::DotProduct => dot_distance((kernels.dot)(a, b)),
+    };
+    from_raw(metric, raw, inv_norm_b)
+}
+
+/// The distance for a kernel's raw result: the inner product (cosine, dot) or the squared
+/// Euclidean distance.
+#[inline(always)]
+fn from_raw(metric: Metric, raw: f32, inv_norm_b: f32) -> f32 {
+    let d = match metric {
+        Metric::Cosine => (1.0 - raw * inv_norm_b).max(0.0),
+        Metric::Euclidean => raw,
+        Metric::DotProduct => dot_distance(raw),
     };
     // NaN only from overflowing products of huge finite inputs; graphs must never see it.
     if d.is_nan() { f32::INFINITY } else { d }
@@ -90,16 +101,7 @@ pub(crate) fn distance4(
         Metric::Cosine | Metric::DotProduct => (kernels.dot4)(a, b),
         Metric::Euclidean => (kernels.l2sq4)(a, b),
     };
-    let mut out = [0.0f32; 4];
-    for (r, o) in out.iter_mut().enumerate() {
-        let d = match metric {
-            Metric::Cosine => (1.0 - raw[r] * inv_norm_b[r]).max(0.0),
-            Metric::Euclidean => raw[r],
-            Metric::DotProduct => dot_distance(raw[r]),
-        };
-        *o = if d.is_nan() { f32::INFINITY } else { d };
-    }
-    out
+    std::array::from_fn(|r| from_raw(metric, raw[r], inv_norm_b[r]))
 }
 
 /// Maps an inner product to a positive distance, strictly decreasing in it and continuous:
