@@ -83,6 +83,7 @@ pub use config::{FlowConfig, Pin, Unpin};
 pub use engine::FlowControl;
 pub use error::FlowError;
 pub use info::{Dispatch, GlobalInfo, KeyInfo};
+pub(crate) use key::validate_key;
 pub use key_name::KeyName;
 pub use limits::{Limits, Period, Rate};
 pub use shared::SharedFlowControl;

@@ -19,6 +19,7 @@
 pub mod flow;
 mod hints;
 pub mod management;
+pub mod state;
 pub mod vector;
 pub mod wire;
 

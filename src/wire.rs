@@ -36,9 +36,11 @@ mod queue_api;
 mod router;
 mod service;
 mod vector_api;
+mod write;
 
 pub use auth::Tokens;
 pub use error::WireError;
 pub use http::{Method, Request, Response};
 pub use message::Message;
 pub use service::Service;
+pub use write::{PendingWrite, Prepared, Reply};

@@ -313,6 +313,50 @@ impl<M> FlowControl<M> {
         Ok(())
     }
 
+    /// Requeues every active call, as [`requeue`](Self::requeue) would each (earliest
+    /// published first in line); returns how many there were. For a host that restarts, or a
+    /// new leader that takes over delivery: the calls of the old process are lost, so their
+    /// messages are delivered again (at-least-once).
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::flow::{FlowConfig, FlowControl, Timestamp};
+    /// let mut fc = FlowControl::new(FlowConfig::default());
+    /// let now = Timestamp::from_millis(0);
+    /// let a = fc.publish(None, None, "a", now)?;
+    /// let b = fc.publish(None, None, "b", now)?;
+    /// let _ = (fc.poll_dispatch(now), fc.poll_dispatch(now));
+    /// assert_eq!(fc.requeue_all_active(now), 2);
+    /// assert_eq!(fc.poll_dispatch(now).map(|d| d.id), Some(a));
+    /// assert_eq!(fc.poll_dispatch(now).map(|d| d.id), Some(b));
+    /// # Ok::<(), flowvec::flow::FlowError>(())
+    /// ```
+    pub fn requeue_all_active(&mut self, now: Timestamp) -> usize {
+        self.tick(now);
+        let mut active: Vec<(u64, u32)> = self
+            .messages
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.message.is_some() && e.state == SlotState::Active)
+            .map(|(slot, e)| (e.seq, slot as u32))
+            .collect();
+        active.sort_unstable_by(|a, b| b.cmp(a));
+        for &(_, slot) in &active {
+            self.requeue_active(slot);
+        }
+        active.len()
+    }
+
+    /// The earliest timer deadline without fixing stale entries (unlike
+    /// [`poll_timeout`](Self::poll_timeout), which takes `&mut self`): possibly early, never
+    /// late. For a host whose every state change goes through a command log, where only logged
+    /// commands may touch the engine.
+    #[must_use]
+    pub fn peek_timeout(&self) -> Option<Timestamp> {
+        self.timers.peek().map(|(at, _)| Timestamp::from_millis(at))
+    }
+
     /// Removes a *waiting* message and returns it; `None` if `id` is not waiting (unknown,
     /// active or finished).
     ///

@@ -169,7 +169,7 @@ impl KeyState {
 
 /// Checks DESIGN §1.3's key rules: non-empty, at most 512 bytes, no ASCII control characters.
 #[inline]
-pub(super) fn validate_key(key: &str) -> Result<(), FlowError> {
+pub(crate) fn validate_key(key: &str) -> Result<(), FlowError> {
     if !key.is_empty() && key.len() <= MAX_KEY_LEN && !has_ascii_control(key.as_bytes()) {
         Ok(())
     } else {

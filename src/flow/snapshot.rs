@@ -153,6 +153,43 @@ impl<M> FlowControl<M> {
     /// [`FlowError::InvalidSnapshot`] if the snapshot is inconsistent (duplicate or dangling
     /// ids or slots, invalid keys or periods, broken free lists).
     pub fn restore(snapshot: FlowSnapshot<M>, now: Timestamp) -> Result<Self, FlowError> {
+        let (mut fc, mut order) = Self::rebuild(snapshot)?;
+        fc.tick(now);
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, slot) in order {
+            fc.requeue_active(slot);
+        }
+        Ok(fc)
+    }
+
+    /// Rebuilds the engine exactly as it was when the snapshot was taken: active calls stay
+    /// active and the clock is not advanced. For a host that replays a command log on top of the
+    /// snapshot (`crate::state`), where requeueing the calls lost with the old process is
+    /// itself a logged command ([`requeue_all_active`](Self::requeue_all_active)), so that a
+    /// replayed state equals the one that never stopped.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::flow::{FlowConfig, FlowControl, Timestamp};
+    /// let now = Timestamp::from_millis(0);
+    /// let mut fc = FlowControl::new(FlowConfig::default());
+    /// fc.publish(None, None, "m".to_owned(), now)?;
+    /// let d = fc.poll_dispatch(now).expect("ready");
+    /// let mut restored = FlowControl::restore_exact(fc.snapshot())?;
+    /// assert_eq!(restored.active_count(), 1);
+    /// assert_eq!(restored.complete(d.id, now)?, "m");
+    /// # Ok::<(), flowvec::flow::FlowError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`FlowError::InvalidSnapshot`] as for [`restore`](Self::restore).
+    pub fn restore_exact(snapshot: FlowSnapshot<M>) -> Result<Self, FlowError> {
+        Self::rebuild(snapshot).map(|(fc, _)| fc)
+    }
+
+    /// The engine of `snapshot` with its active calls still active, and those calls
+    /// (dispatch sequence, message slot) for `restore` to requeue.
+    fn rebuild(snapshot: FlowSnapshot<M>) -> Result<(Self, Vec<(u64, u32)>), FlowError> {
         let s = snapshot;
         if s.key_slots as usize > s.keys.len() + s.free_keys.len() + s.ready.len() {
             return Err(invalid(
@@ -248,12 +285,7 @@ impl<M> FlowControl<M> {
         }
 
         fc.now = s.now.as_millis();
-        fc.tick(now);
-        order.sort_unstable_by(|a, b| b.cmp(a));
-        for (_, slot) in order {
-            fc.requeue_active(slot);
-        }
-        Ok(fc)
+        Ok((fc, order))
     }
 }
 

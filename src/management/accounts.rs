@@ -6,7 +6,9 @@ use std::fmt;
 use parking_lot::RwLock;
 
 use super::secret::SecretHash;
-use super::{ApiKey, BasicCredentials, ManagementError};
+use serde::{Deserialize, Serialize};
+
+use super::{ApiKey, ApiKeyHash, BasicCredentials, ManagementError};
 
 /// Longest accepted email, in bytes.
 const MAX_EMAIL_BYTES: usize = 256;
@@ -94,15 +96,18 @@ impl Accounts {
     /// ```
     pub fn insert(&self, email: &str, api_key: &ApiKey) -> Result<(), ManagementError> {
         validate_email(email)?;
-        let key = api_key.expose();
-        if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
-            return Err(ManagementError::InvalidField {
-                field: "api_key",
-                value: "<redacted>".to_owned(),
-                expected: "a non-empty key of at most 1024 bytes without control characters",
-            });
-        }
-        let hash = SecretHash::new(key.as_bytes())?;
+        self.insert_hash(email, ApiKeyHash::of(api_key)?)
+    }
+
+    /// Creates an account from the hash of its key ([`ApiKeyHash::of`]): the command-log form
+    /// of [`insert`](Self::insert) and [`create`](Self::create), which draws no randomness.
+    ///
+    /// # Errors
+    /// [`ManagementError::InvalidField`] for an unusable email,
+    /// [`ManagementError::AccountExists`] if the email has an account.
+    pub fn insert_hash(&self, email: &str, hash: ApiKeyHash) -> Result<(), ManagementError> {
+        validate_email(email)?;
+        let hash = hash.0;
         let mut keys = self.keys.write();
         if keys.contains_key(email) {
             return Err(ManagementError::AccountExists {
@@ -129,6 +134,50 @@ impl Accounts {
             .ok_or(ManagementError::InvalidCredentials)?;
         *slot = hash;
         Ok(key)
+    }
+
+    /// A serializable image: every account's email and key hash (no key), ordered by email.
+    #[must_use]
+    pub fn snapshot(&self) -> AccountsSnapshot {
+        let mut accounts: Vec<(String, ApiKeyHash)> = self
+            .keys
+            .read()
+            .iter()
+            .map(|(email, hash)| (email.clone(), ApiKeyHash(hash.clone())))
+            .collect();
+        accounts.sort_by(|a, b| a.0.cmp(&b.0));
+        AccountsSnapshot { accounts }
+    }
+
+    /// The accounts of a [`snapshot`](Self::snapshot).
+    ///
+    /// # Errors
+    /// As [`insert_hash`](Self::insert_hash) for each account (a repeated email is
+    /// [`ManagementError::AccountExists`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::management::Accounts;
+    /// let accounts = Accounts::new();
+    /// let key = accounts.create("ann@example.com")?;
+    /// let json = serde_json::to_string(&accounts.snapshot()).expect("plain data");
+    /// assert!(!json.contains(key.expose()));
+    /// let restored = Accounts::restore(serde_json::from_str(&json).expect("our own output"))?;
+    /// assert!(restored.verify("ann@example.com", key.expose()));
+    /// # Ok::<(), flowvec::management::ManagementError>(())
+    /// ```
+    pub fn restore(snapshot: AccountsSnapshot) -> Result<Self, ManagementError> {
+        let accounts = Self::new();
+        for (email, hash) in snapshot.accounts {
+            accounts.insert_hash(&email, hash)?;
+        }
+        Ok(accounts)
+    }
+
+    /// Whether `email` has an account.
+    #[must_use]
+    pub fn contains(&self, email: &str) -> bool {
+        self.keys.read().contains_key(email)
     }
 
     /// Removes an account; returns whether it existed.
@@ -261,4 +310,24 @@ mod tests {
         assert!(!accounts.remove("ann"));
         assert!(!accounts.verify("ann", key.expose()));
     }
+}
+
+/// A serializable image of [`Accounts`]: emails and key hashes, never a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccountsSnapshot {
+    accounts: Vec<(String, ApiKeyHash)>,
+}
+
+/// The checks of [`Accounts::insert`] on a host-chosen key (the message never quotes it).
+pub(super) fn validate_key(api_key: &ApiKey) -> Result<(), ManagementError> {
+    let key = api_key.expose();
+    if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+        return Err(ManagementError::InvalidField {
+            field: "api_key",
+            value: "<redacted>".to_owned(),
+            expected: "a non-empty key of at most 1024 bytes without control characters",
+        });
+    }
+    Ok(())
 }

@@ -6,7 +6,8 @@ use std::fmt;
 use parking_lot::RwLock;
 
 use super::secret::SecretHash;
-use super::{Database, ManagementError, Password, RestToken};
+use super::{Database, DatabaseSecrets, ManagementError, Password};
+use serde::{Deserialize, Serialize};
 
 /// Longest accepted `database_id`, in bytes.
 const MAX_ID_BYTES: usize = 256;
@@ -92,34 +93,6 @@ impl Inner {
     }
 }
 
-/// A fresh password, its hash and fresh REST tokens, made before any lock is taken.
-struct Credentials {
-    password: Password,
-    hash: SecretHash,
-    rest_token: RestToken,
-    read_only_rest_token: RestToken,
-}
-
-impl Credentials {
-    fn generate() -> Result<Self, ManagementError> {
-        let password = Password::generate()?;
-        let hash = SecretHash::new(password.expose().as_bytes())?;
-        Ok(Self {
-            password,
-            hash,
-            rest_token: RestToken::generate()?,
-            read_only_rest_token: RestToken::generate()?,
-        })
-    }
-
-    /// Puts the tokens into `record` and returns the password and its hash.
-    fn install(self, record: &mut Database) -> (Password, SecretHash) {
-        record.rest_token = Some(self.rest_token);
-        record.read_only_rest_token = Some(self.read_only_rest_token);
-        (self.password, self.hash)
-    }
-}
-
 impl Registry {
     /// An empty registry.
     #[must_use]
@@ -147,17 +120,24 @@ impl Registry {
     /// assert!(registry.verify_password("ann@example.com", "db-1", password.expose()));
     /// # Ok::<(), flowvec::management::ManagementError>(())
     /// ```
-    pub fn insert(&self, mut record: Database) -> Result<(Database, Password), ManagementError> {
-        validate_id(&record.database_id)?;
-        if record.user_email.is_empty() {
-            return Err(ManagementError::InvalidField {
-                field: "user_email",
-                value: String::new(),
-                expected: "the owning account's email or team id, non-empty",
-            });
-        }
-        let (password, hash) = Credentials::generate()?.install(&mut record);
+    pub fn insert(&self, record: Database) -> Result<(Database, Password), ManagementError> {
+        validate_record(&record)?;
+        let (secrets, password) = DatabaseSecrets::generate()?;
+        Ok((self.insert_with(record, secrets)?, password))
+    }
 
+    /// [`insert`](Self::insert) with credentials made beforehand by
+    /// [`DatabaseSecrets::generate`] (deterministic: the command-log form of `insert`).
+    ///
+    /// # Errors
+    /// As [`insert`](Self::insert), except that no randomness is drawn.
+    pub fn insert_with(
+        &self,
+        mut record: Database,
+        secrets: DatabaseSecrets,
+    ) -> Result<Database, ManagementError> {
+        validate_record(&record)?;
+        let hash = secrets.install(&mut record);
         let mut inner = self.inner.write();
         if inner.databases.contains_key(&record.database_id) {
             return Err(ManagementError::DatabaseExists {
@@ -176,7 +156,7 @@ impl Registry {
                 password: hash,
             },
         );
-        Ok((record, password))
+        Ok(record)
     }
 
     /// The record of database `id`, if `account` owns it.
@@ -255,14 +235,93 @@ impl Registry {
     ) -> Result<(Database, Password), ManagementError> {
         // Generated before the lookup: keeps the write lock short, and a missing id costs the
         // same work as a present one.
-        let credentials = Credentials::generate()?;
+        let (secrets, password) = DatabaseSecrets::generate()?;
+        Ok((self.reset_password_with(account, id, secrets)?, password))
+    }
+
+    /// [`reset_password`](Self::reset_password) with credentials made beforehand by
+    /// [`DatabaseSecrets::generate`] (deterministic: the command-log form of the reset).
+    ///
+    /// # Errors
+    /// [`ManagementError::DatabaseNotFound`] as for [`reset_password`](Self::reset_password).
+    pub fn reset_password_with(
+        &self,
+        account: &str,
+        id: &str,
+        secrets: DatabaseSecrets,
+    ) -> Result<Database, ManagementError> {
         let mut inner = self.inner.write();
         let entry = inner
             .visible_mut(account, id)
             .ok_or_else(|| ManagementError::not_found(id))?;
-        let (password, hash) = credentials.install(&mut entry.record);
-        entry.password = hash;
-        Ok((entry.record.clone(), password))
+        entry.password = secrets.install(&mut entry.record);
+        Ok(entry.record.clone())
+    }
+
+    /// A serializable image of every database and its password hash (no password in the
+    /// clear), ordered by id.
+    #[must_use]
+    pub fn snapshot(&self) -> RegistrySnapshot {
+        let inner = self.inner.read();
+        let mut databases: Vec<StoredDatabase> = inner
+            .databases
+            .values()
+            .map(|e| StoredDatabase {
+                record: e.record.clone(),
+                password_hash: e.password.clone(),
+            })
+            .collect();
+        databases.sort_by(|a, b| a.record.database_id.cmp(&b.record.database_id));
+        RegistrySnapshot { databases }
+    }
+
+    /// The registry of a [`snapshot`](Self::snapshot).
+    ///
+    /// # Errors
+    /// [`ManagementError::InvalidField`] or [`ManagementError::DatabaseExists`] for a record
+    /// [`insert`](Self::insert) would refuse.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::management::{Database, Region, Registry};
+    /// let registry = Registry::new();
+    /// let (_, password) =
+    ///     registry.insert(Database::new("db-1", "cache", "ann@example.com", Region::UsEast1, 0))?;
+    /// let json = serde_json::to_string(&registry.snapshot()).expect("plain data");
+    /// let restored = Registry::restore(serde_json::from_str(&json).expect("our own output"))?;
+    /// assert!(restored.verify_password("ann@example.com", "db-1", password.expose()));
+    /// # Ok::<(), flowvec::management::ManagementError>(())
+    /// ```
+    pub fn restore(snapshot: RegistrySnapshot) -> Result<Self, ManagementError> {
+        let registry = Self::new();
+        {
+            let mut inner = registry.inner.write();
+            for StoredDatabase {
+                record,
+                password_hash,
+            } in snapshot.databases
+            {
+                validate_record(&record)?;
+                if inner.databases.contains_key(&record.database_id) {
+                    return Err(ManagementError::DatabaseExists {
+                        id: ManagementError::quote(&record.database_id),
+                    });
+                }
+                inner
+                    .by_owner
+                    .entry(record.user_email.clone())
+                    .or_default()
+                    .insert(record.database_id.clone());
+                inner.databases.insert(
+                    record.database_id.clone(),
+                    Entry {
+                        record,
+                        password: password_hash,
+                    },
+                );
+            }
+        }
+        Ok(registry)
     }
 
     /// Whether `candidate` is the current password of database `id` owned by `account`.
@@ -305,6 +364,33 @@ impl Registry {
     }
 }
 
+/// A serializable image of a [`Registry`]: records and password hashes, never a password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RegistrySnapshot {
+    databases: Vec<StoredDatabase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoredDatabase {
+    record: Database,
+    password_hash: SecretHash,
+}
+
+/// The checks of [`Registry::insert`] on a record.
+fn validate_record(record: &Database) -> Result<(), ManagementError> {
+    validate_id(&record.database_id)?;
+    if record.user_email.is_empty() {
+        return Err(ManagementError::InvalidField {
+            field: "user_email",
+            value: String::new(),
+            expected: "the owning account's email or team id, non-empty",
+        });
+    }
+    Ok(())
+}
+
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inner = self.inner.read();
@@ -331,6 +417,7 @@ fn validate_id(id: &str) -> Result<(), ManagementError> {
 mod tests {
     use super::*;
     use crate::management::Region;
+    use crate::management::RestToken;
 
     fn db(id: &str, owner: &str) -> Database {
         Database::new(id, "name", owner, Region::UsEast1, 0)

@@ -43,7 +43,10 @@ pub(crate) fn generate_token() -> Result<String, ManagementError> {
 }
 
 /// A salted SHA-256 commitment to a secret; verification compares in constant time.
-#[derive(Clone)]
+///
+/// Serializes as `"<salt>.<digest>"` in URL-safe base64 (no secret in it), so hashes can sit in
+/// a command log and in snapshots.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct SecretHash {
     salt: [u8; SALT_BYTES],
     digest: [u8; 32],
@@ -77,6 +80,31 @@ impl SecretHash {
     }
 }
 
+impl serde::Serialize for SecretHash {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(self.salt),
+            URL_SAFE_NO_PAD.encode(self.digest)
+        );
+        serializer.serialize_str(&text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SecretHash {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        let bad = || serde::de::Error::custom("a secret hash is `<salt>.<digest>` in base64url");
+        let (salt, digest) = text.split_once('.').ok_or_else(bad)?;
+        let salt = URL_SAFE_NO_PAD.decode(salt).map_err(|_| bad())?;
+        let digest = URL_SAFE_NO_PAD.decode(digest).map_err(|_| bad())?;
+        Ok(Self {
+            salt: salt.try_into().map_err(|_| bad())?,
+            digest: digest.try_into().map_err(|_| bad())?,
+        })
+    }
+}
+
 impl std::fmt::Debug for SecretHash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SecretHash(<redacted>)")
@@ -94,6 +122,24 @@ fn digest(salt: &[u8; SALT_BYTES], secret: &[u8]) -> [u8; 32] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hash_round_trips_through_serde() {
+        let hash = SecretHash::new(b"k").expect("OS RNG");
+        let json = serde_json::to_string(&hash).expect("a string");
+        assert_eq!(
+            json.len(),
+            1 + 22 + 1 + 43 + 1,
+            "quoted salt.digest: {json}"
+        );
+        let back: SecretHash = serde_json::from_str(&json).expect("our own output");
+        assert!(back == hash && back.verify(b"k"));
+        assert!(serde_json::from_str::<SecretHash>("\"abc\"").is_err());
+        assert!(
+            serde_json::from_str::<SecretHash>("\"YQ.YQ\"").is_err(),
+            "short salt"
+        );
+    }
 
     #[test]
     fn hash_verifies_the_secret_and_nothing_else() {

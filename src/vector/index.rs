@@ -174,6 +174,47 @@ impl Index {
         Ok(())
     }
 
+    /// The checks of [`upsert`](Self::upsert) without writing anything: a host that logs
+    /// writes refuses bad input before it reaches its log.
+    ///
+    /// # Errors
+    /// The first bad record's error, as [`upsert`](Self::upsert) would return it.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::{Index, IndexConfig, Metric, Vector, VectorError};
+    /// let index = Index::new(IndexConfig::dense(2, Metric::Cosine))?;
+    /// assert!(index.check_upsert(&[Vector::dense("a", vec![1.0, 0.0])]).is_ok());
+    /// assert!(matches!(
+    ///     index.check_upsert(&[Vector::dense("a", vec![1.0])]),
+    ///     Err(VectorError::DimensionMismatch { .. })
+    /// ));
+    /// assert_eq!(index.info().vector_count, 0);
+    /// # Ok::<(), VectorError>(())
+    /// ```
+    pub fn check_upsert(&self, vectors: &[Vector]) -> Result<(), VectorError> {
+        let validator = self.validator();
+        vectors
+            .iter()
+            .try_for_each(|v| validator.record(v.clone()).map(drop))
+    }
+
+    /// The checks of [`delete_namespace`](Self::delete_namespace) without deleting.
+    ///
+    /// # Errors
+    /// As [`delete_namespace`](Self::delete_namespace).
+    pub fn check_delete_namespace(&self, namespace: &str) -> Result<(), VectorError> {
+        if namespace == DEFAULT_NAMESPACE {
+            return Err(VectorError::CannotDeleteDefaultNamespace);
+        }
+        if !self.namespaces.read().contains_key(namespace) {
+            return Err(VectorError::NamespaceNotFound {
+                namespace: namespace.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     /// Changes parts of one record (`/update`); `true` when the record exists and was updated,
     /// `false` when there is no such id (the reference answers `{"updated": 0}`).
     ///

@@ -16,8 +16,8 @@ use super::Response;
 /// | 404 | [`RouteNotFound`](Self::RouteNotFound), [`KeyNotFound`](Self::KeyNotFound), a missing namespace or database |
 /// | 405 | [`MethodNotAllowed`](Self::MethodNotAllowed) |
 /// | 422 | a vector of the wrong dimension |
-/// | 500 | the OS random number generator failed |
-/// | 503 | the flow-control engine is at capacity |
+/// | 500 | the OS random number generator failed, [`Internal`](Self::Internal) |
+/// | 503 | the flow-control engine is at capacity, [`Unavailable`](Self::Unavailable) (the host's log failed) |
 ///
 /// # Examples
 /// ```
@@ -122,6 +122,19 @@ pub enum WireError {
         /// The key (shortened if very long).
         key: String,
     },
+    /// The host could not make the write durable (its log failed, or it is shutting down);
+    /// nothing was applied. Retrying later is safe for idempotent writes.
+    #[error("service unavailable: {problem}")]
+    Unavailable {
+        /// What failed.
+        problem: String,
+    },
+    /// A bug: the engines answered something the contract does not expect.
+    #[error("internal error: {problem}")]
+    Internal {
+        /// What happened.
+        problem: String,
+    },
     /// The vector engine refused the request.
     #[error(transparent)]
     Vector(#[from] VectorError),
@@ -133,6 +146,17 @@ pub enum WireError {
     Management(#[from] ManagementError),
 }
 
+impl From<crate::state::ApplyError> for WireError {
+    fn from(err: crate::state::ApplyError) -> Self {
+        use crate::state::ApplyError;
+        match err {
+            ApplyError::Vector(err) => Self::Vector(err),
+            ApplyError::Flow(err) => Self::Flow(err),
+            ApplyError::Management(err) => Self::Management(err),
+        }
+    }
+}
+
 impl WireError {
     /// The HTTP status of this error (table above).
     #[must_use]
@@ -141,6 +165,8 @@ impl WireError {
             Self::Unauthorized { .. } => 401,
             Self::RouteNotFound { .. } | Self::KeyNotFound { .. } => 404,
             Self::MethodNotAllowed { .. } => 405,
+            Self::Unavailable { .. } => 503,
+            Self::Internal { .. } => 500,
             Self::Vector(err) => match err {
                 VectorError::DimensionMismatch { .. } => 422,
                 VectorError::NamespaceNotFound { .. } => 404,

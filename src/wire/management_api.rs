@@ -1,8 +1,10 @@
 //! The management API: `POST /v2/redis/reset-password/{id}` with HTTP Basic credentials.
 
-use crate::management::{Accounts, Registry};
+use crate::management::{Accounts, DatabaseSecrets, Registry};
+use crate::state::Command;
 
-use super::{Request, Response, WireError};
+use super::write::{Prepared, ReplyKind, write};
+use super::{Request, WireError};
 
 /// The account named by the request's `Authorization: Basic …` header.
 ///
@@ -13,14 +15,23 @@ pub(crate) fn authenticate(accounts: &Accounts, req: &Request) -> Result<String,
     Ok(accounts.authenticate_header(req.header("Authorization").unwrap_or(""))?)
 }
 
-/// Resets the password of database `id` owned by `account` and answers the Database record
-/// with the new password in it. A database of another account answers exactly like a missing
-/// one (404), as [`Registry::reset_password`] guarantees.
+/// The command that resets the password of database `id` owned by `account`, answered with
+/// the Database record and the new password in it. The password is drawn here and stays in the
+/// [`Reply`](super::Reply); the command carries only its hash. A database of another account
+/// answers exactly like a missing one (404), before anything is drawn or logged.
 pub(crate) fn reset_password(
     registry: &Registry,
     account: &str,
     id: &str,
-) -> Result<Response, WireError> {
-    let (record, password) = registry.reset_password(account, id)?;
-    Ok(Response::json(200, &record.with_password(&password)))
+) -> Result<Prepared, WireError> {
+    registry.get(account, id)?;
+    let (secrets, password) = DatabaseSecrets::generate()?;
+    Ok(write(
+        Command::ResetPassword {
+            account: account.to_owned(),
+            id: id.to_owned(),
+            secrets,
+        },
+        ReplyKind::Password(password),
+    ))
 }

@@ -3,10 +3,12 @@
 
 use std::num::NonZeroU32;
 
-use crate::flow::{Limits, Period, Pin, SharedFlowControl, Timestamp, Unpin};
+use crate::flow::{Limits, Period, Pin, SharedFlowControl, Timestamp, Unpin, validate_key};
+use crate::state::Command;
 
 use super::percent::{decode, query_pairs, quote};
 use super::router::FlowOp;
+use super::write::{Prepared, ReplyKind, write};
 use super::{Message, Request, Response, WireError};
 
 /// The flow-control key header under our name and the reference's.
@@ -16,29 +18,31 @@ const VALUE_HEADERS: [&str; 2] = ["Service-Flow-Control-Value", "Upstash-Flow-Co
 /// Prefix of headers forwarded to the destination without it.
 const FORWARD_PREFIX: &str = "upstash-forward-";
 
-/// `POST /v2/publish/{destination}`: queues the body for delivery and answers 201
-/// `{"messageId": "..."}`.
-pub(crate) fn publish(
-    flow: &SharedFlowControl<Message>,
-    req: &Request,
-    destination: &str,
-    now: Timestamp,
-) -> Result<Response, WireError> {
+/// `POST /v2/publish/{destination}`: the command that queues the body for delivery; answered
+/// 201 `{"messageId": "..."}` once applied.
+pub(crate) fn publish(req: &Request, destination: &str) -> Result<Prepared, WireError> {
     let destination = destination_url(destination, &req.query)?;
     let key = one_of(req, KEY_HEADERS)?;
     let limits = one_of(req, VALUE_HEADERS)?
         .map(str::parse::<Limits>)
         .transpose()?;
+    if let Some(key) = key {
+        validate_key(key)?;
+    }
     let message = Message {
         destination,
         method: delivery_method(req)?,
         headers: forwarded_headers(req),
         body: req.body.clone(),
     };
-    let id = flow.publish(key, limits, message, now)?;
-    let mut res = Response::json(201, &serde_json::json!({ "messageId": id.to_string() }));
-    res.flow_changed = true;
-    Ok(res)
+    Ok(write(
+        Command::Publish {
+            key: key.map(str::to_owned),
+            limits,
+            message,
+        },
+        ReplyKind::Published,
+    ))
 }
 
 /// The destination as an absolute URL: as sent, or percent-decoded if the publisher encoded
@@ -143,34 +147,40 @@ pub(crate) fn global(flow: &SharedFlowControl<Message>) -> Response {
     Response::json(200, &flow.global_info())
 }
 
-/// `POST /v2/flowControl/{key}/{op}`: applies the operation and answers the key's info.
-pub(crate) fn operate(
-    flow: &SharedFlowControl<Message>,
-    key: &str,
-    op: FlowOp,
-    query: &str,
-    now: Timestamp,
-) -> Result<Response, WireError> {
+/// `POST /v2/flowControl/{key}/{op}`: the operation's command; answered with the key's info
+/// once applied.
+pub(crate) fn operate(key: &str, op: FlowOp, query: &str) -> Result<Prepared, WireError> {
     let params = query_pairs(query)?;
-    match op {
+    let key = key.to_owned();
+    let command = match op {
         FlowOp::Pause => {
             no_params(&params)?;
-            flow.pause(key, now)?;
+            Command::Pause { key: key.clone() }
         }
         FlowOp::Resume => {
             no_params(&params)?;
-            flow.resume(key, now)?;
+            Command::Resume { key: key.clone() }
         }
         FlowOp::ResetRate => {
             no_params(&params)?;
-            flow.reset_rate(key, now)?;
+            Command::ResetRate { key: key.clone() }
         }
-        FlowOp::Pin => flow.pin(key, pin(&params)?, now)?,
-        FlowOp::Unpin => flow.unpin(key, unpin(&params)?, now)?,
-    }
-    let mut res = key_info(flow, key, now)?;
-    res.flow_changed = op != FlowOp::Pause;
-    Ok(res)
+        FlowOp::Pin => Command::Pin {
+            key: key.clone(),
+            pin: pin(&params)?,
+        },
+        FlowOp::Unpin => Command::Unpin {
+            key: key.clone(),
+            unpin: unpin(&params)?,
+        },
+    };
+    Ok(write(
+        command,
+        ReplyKind::KeyInfo {
+            key,
+            flow_changed: op != FlowOp::Pause,
+        },
+    ))
 }
 
 fn no_params(params: &[(String, String)]) -> Result<(), WireError> {

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
 use crate::management::{Accounts, Registry};
+use crate::state::StateMachine;
 use crate::vector::Index;
 
 use super::router::{Auth, Route};
-use super::{Message, Request, Response, Tokens, WireError};
+use super::{Message, Prepared, Request, Response, Tokens, WireError};
 use super::{management_api, queue_api, vector_api};
 
 /// The platform's HTTP contract (DESIGN §4) over the engines, without I/O: a host turns each
@@ -54,10 +55,7 @@ use super::{management_api, queue_api, vector_api};
 /// # Ok::<(), flowvec::vector::VectorError>(())
 /// ```
 pub struct Service {
-    flow: Arc<SharedFlowControl<Message>>,
-    index: Arc<Index>,
-    registry: Arc<Registry>,
-    accounts: Arc<Accounts>,
+    machine: StateMachine,
     tokens: Tokens,
 }
 
@@ -66,62 +64,111 @@ impl Service {
     /// empty management registry and account store.
     #[must_use]
     pub fn new(index: Index, tokens: Tokens) -> Self {
-        Self {
-            flow: Arc::new(SharedFlowControl::new(FlowConfig::default())),
-            index: Arc::new(index),
-            registry: Arc::new(Registry::new()),
-            accounts: Arc::new(Accounts::new()),
+        Self::from_machine(
+            StateMachine::from_parts(
+                index,
+                SharedFlowControl::new(FlowConfig::default()),
+                Registry::new(),
+                Accounts::new(),
+            ),
             tokens,
-        }
+        )
+    }
+
+    /// A service over the engines of `machine` (e.g. one rebuilt from an image and a log).
+    #[must_use]
+    pub fn from_machine(machine: StateMachine, tokens: Tokens) -> Self {
+        Self { machine, tokens }
     }
 
     /// Uses `flow` as the flow-control engine (e.g. one restored from a snapshot, or one the
     /// host's dispatcher also holds).
     #[must_use]
     pub fn with_flow(mut self, flow: Arc<SharedFlowControl<Message>>) -> Self {
-        self.flow = flow;
+        self.machine.set_flow(flow);
         self
     }
 
     /// Uses `registry` and `accounts` for the management API.
     #[must_use]
     pub fn with_management(mut self, registry: Arc<Registry>, accounts: Arc<Accounts>) -> Self {
-        self.registry = registry;
-        self.accounts = accounts;
+        self.machine.set_management(registry, accounts);
         self
+    }
+
+    /// The engines, and [`StateMachine::apply`] for the commands of
+    /// [`prepare`](Self::prepare).
+    #[must_use]
+    pub fn machine(&self) -> &StateMachine {
+        &self.machine
     }
 
     /// The flow-control engine, for the host's dispatcher (`poll_dispatch`, `complete`, ...).
     #[must_use]
     pub fn flow(&self) -> &Arc<SharedFlowControl<Message>> {
-        &self.flow
+        self.machine.flow()
     }
 
     /// The vector index.
     #[must_use]
     pub fn index(&self) -> &Arc<Index> {
-        &self.index
+        self.machine.index()
     }
 
     /// The management registry.
     #[must_use]
     pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+        self.machine.registry()
     }
 
     /// The management accounts.
     #[must_use]
     pub fn accounts(&self) -> &Arc<Accounts> {
-        &self.accounts
+        self.machine.accounts()
     }
 
-    /// Answers one request at time `now`. Never panics on request content; every answer,
-    /// errors included, has a JSON body (the vector SDK parses every body as JSON).
+    /// Answers one request at time `now`, applying a write at once (no log): for hosts that
+    /// keep nothing, and for tests. Never panics on request content; every answer, errors
+    /// included, has a JSON body (the vector SDK parses every body as JSON).
     pub fn handle(&self, req: &Request, now: Timestamp) -> Response {
-        self.route(req, now).unwrap_or_else(|err| err.to_response())
+        match self.prepare(req, now) {
+            Prepared::Answer(res) => res,
+            Prepared::Write(write) => {
+                let (command, reply) = write.into_parts();
+                reply.respond(self.machine.apply(command, now))
+            }
+        }
     }
 
-    fn route(&self, req: &Request, now: Timestamp) -> Result<Response, WireError> {
+    /// Answers a read at time `now`, or turns a write into its [`Command`](crate::state::Command) (checked: bad input
+    /// is answered here and never becomes a command). A durable host writes the command to
+    /// its log, applies it with [`StateMachine::apply`] (stamped with the `now` it logged),
+    /// and answers with [`Reply::respond`](super::Reply::respond).
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::flow::Timestamp;
+    /// use flowvec::vector::{Index, IndexConfig, Metric};
+    /// use flowvec::wire::{Method, Prepared, Request, Service, Tokens};
+    ///
+    /// let service = Service::new(Index::new(IndexConfig::dense(2, Metric::Cosine))?, Tokens::shared("t"));
+    /// let now = Timestamp::from_secs(1_700_000_000);
+    /// let req = Request::new(Method::Post, "/upsert")
+    ///     .with_header("Authorization", "Bearer t")
+    ///     .with_body(r#"{"id":"a","vector":[1,0]}"#);
+    /// let Prepared::Write(write) = service.prepare(&req, now) else { unreachable!() };
+    /// let (command, reply) = write.into_parts();
+    /// // ... a durable host logs `command` here, then:
+    /// let res = reply.respond(service.machine().apply(command, now));
+    /// assert_eq!(res.status, 200);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    pub fn prepare(&self, req: &Request, now: Timestamp) -> Prepared {
+        self.route(req, now)
+            .unwrap_or_else(|err| Prepared::Answer(err.to_response()))
+    }
+
+    fn route(&self, req: &Request, now: Timestamp) -> Result<Prepared, WireError> {
         let route = match Route::parse(&req.path) {
             Ok(route) => route,
             Err(err @ WireError::BadEncoding { .. }) => {
@@ -138,21 +185,24 @@ impl Service {
                 allowed: route.allowed(),
             });
         }
-        let flow = &*self.flow;
+        let flow = &**self.flow();
+        let answer = Prepared::Answer;
         match route {
-            Route::Vector { op, namespace } => vector_api::handle(&self.index, op, &namespace, req),
+            Route::Vector { op, namespace } => {
+                vector_api::handle(self.index(), op, &namespace, req)
+            }
             Route::VectorUnsupported { feature } => Err(WireError::Unsupported {
                 feature,
                 path: super::percent::quote(&req.path),
             }),
-            Route::Publish { destination } => queue_api::publish(flow, req, &destination, now),
-            Route::FlowList => Ok(queue_api::list(flow, now)),
-            Route::FlowKey { key } => queue_api::key_info(flow, &key, now),
-            Route::FlowOp { key, op } => queue_api::operate(flow, &key, op, &req.query, now),
-            Route::GlobalParallelism => Ok(queue_api::global(flow)),
+            Route::Publish { destination } => queue_api::publish(req, &destination),
+            Route::FlowList => Ok(answer(queue_api::list(flow, now))),
+            Route::FlowKey { key } => queue_api::key_info(flow, &key, now).map(answer),
+            Route::FlowOp { key, op } => queue_api::operate(&key, op, &req.query),
+            Route::GlobalParallelism => Ok(answer(queue_api::global(flow))),
             Route::ResetPassword { id } => {
                 let account = account.unwrap_or_default();
-                management_api::reset_password(&self.registry, &account, &id)
+                management_api::reset_password(self.registry(), &account, &id)
             }
         }
     }
@@ -166,7 +216,7 @@ impl Service {
                 self.tokens.check(api, req.header("Authorization"))?;
                 Ok(None)
             }
-            Auth::Basic => Ok(Some(management_api::authenticate(&self.accounts, req)?)),
+            Auth::Basic => Ok(Some(management_api::authenticate(self.accounts(), req)?)),
         }
     }
 }
@@ -175,7 +225,7 @@ impl fmt::Debug for Service {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Service")
             .field("tokens", &self.tokens)
-            .field("registry", &self.registry)
+            .field("machine", &self.machine)
             .finish_non_exhaustive()
     }
 }

@@ -1,62 +1,77 @@
 //! The vector API: `/{op}[/{namespace}]` over [`Index`], answered in the `{"result": …}`
 //! envelope.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::state::Command;
 use crate::vector::{Delete, Fetch, Index, Query, Range, Update, Vector};
 
 use super::percent::{query_pairs, quote};
 use super::router::VectorOp;
+use super::write::{Prepared, ReplyKind, result, write};
 use super::{Request, Response, WireError};
 
-/// Runs one vector operation on `namespace`.
+/// One vector operation on `namespace`: reads are answered, writes become commands.
 pub(crate) fn handle(
     index: &Index,
     op: VectorOp,
     namespace: &str,
     req: &Request,
-) -> Result<Response, WireError> {
-    match op {
+) -> Result<Prepared, WireError> {
+    let namespace = namespace.to_owned();
+    Ok(match op {
         VectorOp::Upsert => {
             let vectors = match first_byte(&req.body) {
                 Some(b'{') => vec![parse::<Vector>(&req.body, UPSERT)?],
                 _ => parse::<Vec<Vector>>(&req.body, UPSERT)?,
             };
-            index.upsert(namespace, vectors)?;
-            Ok(success())
+            // Checked here so bad input is refused before it reaches the log.
+            index.check_upsert(&vectors)?;
+            write(
+                Command::Upsert { namespace, vectors },
+                ReplyKind::VectorSuccess,
+            )
         }
-        VectorOp::Update => {
-            let updated = index.update(namespace, parse::<Update>(&req.body, UPDATE)?)?;
-            Ok(result(&json!({ "updated": u8::from(updated) })))
-        }
-        VectorOp::Query => query(index, namespace, &req.body),
-        VectorOp::Fetch => Ok(result(
-            &index.fetch(namespace, parse::<Fetch>(&req.body, FETCH)?)?,
+        VectorOp::Update => write(
+            Command::Update {
+                namespace,
+                update: parse::<Update>(&req.body, UPDATE)?,
+            },
+            ReplyKind::VectorUpdated,
+        ),
+        VectorOp::Query => Prepared::Answer(query(index, &namespace, &req.body)?),
+        VectorOp::Fetch => Prepared::Answer(result(
+            &index.fetch(&namespace, parse::<Fetch>(&req.body, FETCH)?)?,
         )),
-        VectorOp::Delete => {
-            let deleted = index.delete(namespace, parse::<Delete>(&req.body, DELETE)?)?;
-            Ok(result(&json!({ "deleted": deleted })))
-        }
-        VectorOp::Range => Ok(result(
-            &index.range(namespace, parse::<Range>(&req.body, RANGE)?)?,
+        VectorOp::Delete => write(
+            Command::Delete {
+                namespace,
+                delete: parse::<Delete>(&req.body, DELETE)?,
+            },
+            ReplyKind::VectorDeleted,
+        ),
+        VectorOp::Range => Prepared::Answer(result(
+            &index.range(&namespace, parse::<Range>(&req.body, RANGE)?)?,
         )),
         VectorOp::Reset => {
-            if reset_all(&req.query)? {
-                index.reset_all();
+            let command = if reset_all(&req.query)? {
+                Command::ResetAll
             } else {
-                index.reset(namespace);
-            }
-            Ok(success())
+                Command::Reset { namespace }
+            };
+            write(command, ReplyKind::VectorSuccess)
         }
-        VectorOp::Info => Ok(result(&info(index))),
-        VectorOp::ListNamespaces => Ok(result(&index.list_namespaces())),
+        VectorOp::Info => Prepared::Answer(result(&info(index))),
+        VectorOp::ListNamespaces => Prepared::Answer(result(&index.list_namespaces())),
         VectorOp::DeleteNamespace => {
-            index.delete_namespace(namespace)?;
-            Ok(success())
+            index.check_delete_namespace(&namespace)?;
+            write(
+                Command::DeleteNamespace { namespace },
+                ReplyKind::VectorSuccess,
+            )
         }
-    }
+    })
 }
 
 const UPSERT: &str = "a record {\"id\", \"vector\"?, \"sparseVector\"?, \"metadata\"?, \"data\"?} or an array of them";
@@ -135,12 +150,4 @@ fn parse<T: DeserializeOwned>(body: &[u8], expected: &'static str) -> Result<T, 
         problem: err.to_string(),
         expected,
     })
-}
-
-fn result<T: Serialize + ?Sized>(value: &T) -> Response {
-    Response::json(200, &json!({ "result": value }))
-}
-
-fn success() -> Response {
-    result("Success")
 }

@@ -1,0 +1,233 @@
+//! [`StateMachine`]: the engines together, changed only by [`StateMachine::apply`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
+use crate::management::{Accounts, Registry};
+use crate::vector::{Index, IndexConfig, VectorError};
+use crate::wire::Message;
+
+use super::{Applied, ApplyError, Command};
+
+/// The vector index, the flow-control engine (holding [`Message`]s) and the management
+/// registry and accounts, changed only through [`apply`](Self::apply).
+///
+/// Reads go straight to the engines ([`index`](Self::index), [`flow`](Self::flow), ...), from
+/// any thread. Writes are [`Command`]s applied in one order by one applier (the host's log
+/// order); applying the same commands with the same `now` stamps to equal states gives equal
+/// states. A host that changes an engine behind `apply`'s back loses that property.
+///
+/// # Examples
+/// ```
+/// use flowvec::flow::{FlowConfig, Timestamp};
+/// use flowvec::state::{Applied, Command, StateMachine};
+/// use flowvec::vector::{IndexConfig, Metric};
+/// use flowvec::wire::Message;
+///
+/// let machine = StateMachine::new(IndexConfig::dense(2, Metric::Cosine), FlowConfig::default())?;
+/// let now = Timestamp::from_secs(1_700_000_000);
+/// let message = Message {
+///     destination: "http://127.0.0.1:9/hook".into(),
+///     method: "POST".into(),
+///     headers: vec![],
+///     body: b"hi".to_vec(),
+/// };
+/// let Applied::Published(id) = machine.apply(Command::Publish { key: None, limits: None, message }, now)? else {
+///     unreachable!()
+/// };
+/// let Applied::Dispatched(calls) = machine.apply(Command::Dispatch { max: 10 }, now)? else {
+///     unreachable!()
+/// };
+/// assert_eq!(calls[0].id, id);
+/// machine.apply(Command::Complete { id }, now)?;
+/// assert_eq!(machine.flow().global_info().parallelism_count, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct StateMachine {
+    index: Arc<Index>,
+    flow: Arc<SharedFlowControl<Message>>,
+    registry: Arc<Registry>,
+    accounts: Arc<Accounts>,
+}
+
+impl StateMachine {
+    /// Empty engines: an index of `config`, a flow-control engine of `flow`, no databases and
+    /// no accounts.
+    ///
+    /// # Errors
+    /// [`VectorError`] for an index configuration [`Index::new`] refuses.
+    pub fn new(config: IndexConfig, flow: FlowConfig) -> Result<Self, VectorError> {
+        Ok(Self::from_parts(
+            Index::new(config)?,
+            SharedFlowControl::new(flow),
+            Registry::new(),
+            Accounts::new(),
+        ))
+    }
+
+    /// The machine over existing engines (e.g. restored ones).
+    #[must_use]
+    pub fn from_parts(
+        index: Index,
+        flow: SharedFlowControl<Message>,
+        registry: Registry,
+        accounts: Accounts,
+    ) -> Self {
+        Self {
+            index: Arc::new(index),
+            flow: Arc::new(flow),
+            registry: Arc::new(registry),
+            accounts: Arc::new(accounts),
+        }
+    }
+
+    pub(crate) fn set_flow(&mut self, flow: Arc<SharedFlowControl<Message>>) {
+        self.flow = flow;
+    }
+
+    pub(crate) fn set_management(&mut self, registry: Arc<Registry>, accounts: Arc<Accounts>) {
+        self.registry = registry;
+        self.accounts = accounts;
+    }
+
+    /// The vector index, for reads.
+    #[must_use]
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// The flow-control engine, for reads (`key_info`, `keys`, `global_info`, `peek_timeout`).
+    #[must_use]
+    pub fn flow(&self) -> &Arc<SharedFlowControl<Message>> {
+        &self.flow
+    }
+
+    /// The management registry, for reads.
+    #[must_use]
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The management accounts, for reads (authentication).
+    #[must_use]
+    pub fn accounts(&self) -> &Arc<Accounts> {
+        &self.accounts
+    }
+
+    /// Applies one command at time `now` (the stamp the host logged with it).
+    ///
+    /// Apply commands from one thread at a time, in log order: the engines lock internally,
+    /// but the *order* of commands is what makes replay give the same state.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when an engine refuses the command (bad input, an unknown message id, a
+    /// capacity limit); that engine's state is unchanged, and a replay refuses it the same way.
+    pub fn apply(&self, command: Command, now: Timestamp) -> Result<Applied, ApplyError> {
+        let index = &*self.index;
+        let flow = &*self.flow;
+        Ok(match command {
+            Command::Upsert { namespace, vectors } => {
+                index.upsert(&namespace, vectors)?;
+                Applied::Done
+            }
+            Command::Update { namespace, update } => {
+                Applied::Updated(index.update(&namespace, update)?)
+            }
+            Command::Delete { namespace, delete } => {
+                Applied::Deleted(index.delete(&namespace, delete)?)
+            }
+            Command::Reset { namespace } => {
+                index.reset(&namespace);
+                Applied::Done
+            }
+            Command::ResetAll => {
+                index.reset_all();
+                Applied::Done
+            }
+            Command::DeleteNamespace { namespace } => {
+                index.delete_namespace(&namespace)?;
+                Applied::Done
+            }
+            Command::Publish {
+                key,
+                limits,
+                message,
+            } => Applied::Published(flow.publish(key.as_deref(), limits, message, now)?),
+            Command::Pause { key } => {
+                flow.pause(&key, now)?;
+                Applied::Key(flow.key_info(&key, now))
+            }
+            Command::Resume { key } => {
+                flow.resume(&key, now)?;
+                Applied::Key(flow.key_info(&key, now))
+            }
+            Command::Pin { key, pin } => {
+                flow.pin(&key, pin, now)?;
+                Applied::Key(flow.key_info(&key, now))
+            }
+            Command::Unpin { key, unpin } => {
+                flow.unpin(&key, unpin, now)?;
+                Applied::Key(flow.key_info(&key, now))
+            }
+            Command::ResetRate { key } => {
+                flow.reset_rate(&key, now)?;
+                Applied::Key(flow.key_info(&key, now))
+            }
+            Command::SetGlobalParallelism { max } => {
+                let mut engine = flow.lock();
+                engine.handle_timeout(now);
+                engine.set_global_parallelism(max);
+                Applied::Done
+            }
+            Command::Dispatch { max } => {
+                let mut engine = flow.lock();
+                engine.handle_timeout(now);
+                let mut calls = Vec::new();
+                while calls.len() < max as usize {
+                    match engine.poll_dispatch(now) {
+                        Some(call) => calls.push(call),
+                        None => break,
+                    }
+                }
+                Applied::Dispatched(calls)
+            }
+            Command::Complete { id } => {
+                flow.complete(id, now)?;
+                Applied::Done
+            }
+            Command::Requeue { id } => {
+                flow.requeue(id, now)?;
+                Applied::Done
+            }
+            Command::RequeueAllActive => Applied::Requeued(flow.lock().requeue_all_active(now)),
+            Command::Cancel { id } => {
+                let mut engine = flow.lock();
+                engine.handle_timeout(now);
+                Applied::Cancelled(engine.cancel(id).is_some())
+            }
+            Command::CreateAccount { email, key_hash } => {
+                self.accounts.insert_hash(&email, key_hash)?;
+                Applied::Done
+            }
+            Command::CreateDatabase { record, secrets } => {
+                Applied::Database(Box::new(self.registry.insert_with(*record, secrets)?))
+            }
+            Command::ResetPassword {
+                account,
+                id,
+                secrets,
+            } => Applied::Database(Box::new(
+                self.registry.reset_password_with(&account, &id, secrets)?,
+            )),
+        })
+    }
+}
+
+impl fmt::Debug for StateMachine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateMachine")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
