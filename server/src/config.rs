@@ -1,4 +1,4 @@
-//! Command-line flags and environment variables of the example server.
+//! Command-line flags and environment variables of the server.
 
 use std::fmt::Write as _;
 use std::num::NonZeroU32;
@@ -6,6 +6,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use flowvec::vector::{IndexConfig, IndexKind, Metric};
+
+/// When the command log reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fsync {
+    /// Before every answer (group commit: one fsync per batch of concurrent writes).
+    Always,
+    /// When the OS flushes its page cache: a process crash loses nothing (the data is in the
+    /// kernel), a machine crash or power loss loses what was not flushed yet.
+    Off,
+}
 
 /// Everything the server can be told; each flag also reads an environment variable.
 #[derive(Debug, Clone)]
@@ -16,7 +26,10 @@ pub(crate) struct Config {
     pub(crate) kind: IndexKind,
     pub(crate) dimension: usize,
     pub(crate) metric: Metric,
-    pub(crate) snapshot: PathBuf,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) fsync: Fsync,
+    pub(crate) snapshot_every: u64,
+    pub(crate) snapshot_interval: Duration,
     pub(crate) global_parallelism: Option<NonZeroU32>,
     pub(crate) admin_email: String,
     pub(crate) admin_api_key: Option<String>,
@@ -76,10 +89,28 @@ const FLAGS: &[Flag] = &[
         help: "COSINE, EUCLIDEAN or DOT_PRODUCT",
     },
     Flag {
-        name: "snapshot",
-        env: "FLOWVEC_SNAPSHOT",
-        default: "flowvec-flow-control.json",
-        help: "flow-control snapshot file: loaded at start, saved on Ctrl-C/SIGTERM",
+        name: "data-dir",
+        env: "FLOWVEC_DATA_DIR",
+        default: "./flowvec-data",
+        help: "data directory: command log, snapshots, lock file (created if missing)",
+    },
+    Flag {
+        name: "fsync",
+        env: "FLOWVEC_FSYNC",
+        default: "always",
+        help: "always: every write is on disk before its answer; off: the OS flushes later (a machine crash loses the last ~30 s, a process crash nothing)",
+    },
+    Flag {
+        name: "snapshot-every",
+        env: "FLOWVEC_SNAPSHOT_EVERY",
+        default: "20000",
+        help: "write a snapshot (and drop the log before it) after this many log entries",
+    },
+    Flag {
+        name: "snapshot-interval-secs",
+        env: "FLOWVEC_SNAPSHOT_INTERVAL_SECS",
+        default: "600",
+        help: "also write one when this much time has passed since the last and the log grew",
     },
     Flag {
         name: "global-parallelism",
@@ -196,7 +227,14 @@ impl Config {
             dimension: usize::try_from(number("dimension")?)
                 .map_err(|_| "--dimension too large".to_owned())?,
             metric,
-            snapshot: PathBuf::from(get("snapshot")),
+            data_dir: PathBuf::from(get("data-dir")),
+            fsync: match get("fsync").to_ascii_lowercase().as_str() {
+                "always" => Fsync::Always,
+                "off" => Fsync::Off,
+                other => return Err(format!("--fsync {other:?}: expected always or off")),
+            },
+            snapshot_every: number("snapshot-every")?.max(1),
+            snapshot_interval: Duration::from_secs(number("snapshot-interval-secs")?.max(1)),
             global_parallelism,
             admin_email: get("admin-email"),
             admin_api_key: (!api_key.is_empty()).then_some(api_key),
@@ -218,8 +256,8 @@ impl Config {
 
 fn usage() -> String {
     let mut out = String::from(
-        "flowvec example server: the vector, queue and management HTTP API on 127.0.0.1\n\n\
-         usage: cargo run --release --example server -- [--flag value]...\n\nflags (environment variable, default):\n",
+        "flowvec-server: the vector, queue and management HTTP API on 127.0.0.1, durable\n\n\
+         usage: cargo run --release -p flowvec-server -- [--flag value]...\n\nflags (environment variable, default):\n",
     );
     for f in FLAGS {
         let default = if f.default.is_empty() { "-" } else { f.default };

@@ -1,0 +1,234 @@
+//! The command log: [`LogEntry`](flowvec::state::LogEntry) bytes by index in a redb table.
+//!
+//! redb gives what a write-ahead log needs without a home-made file format: a commit is atomic
+//! (copy-on-write B-tree pages, then a checksummed header), is on disk when `commit` returns
+//! (one `fdatasync`), and a crash mid-commit leaves the previous commit (redb repairs the file
+//! on the next open, verifying page checksums). Each value is an entry with its own CRC-32, so
+//! damage inside a value is caught when it is replayed. Indices are consecutive from 1; a
+//! snapshot drops the prefix it covers. The same table serves a Raft log storage unchanged
+//! (index → entry), which is why the log is a store of entries and not a stream.
+//!
+//! Every write goes through [`LogBackend`], which adds `--fsync off` (no fsync: the OS flushes
+//! later) and the test failpoints of `faults.rs`.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use redb::backends::FileBackend;
+use redb::{Builder, Database, Durability, ReadableTable, StorageBackend, TableDefinition};
+
+use crate::config::Fsync;
+use crate::faults::{Faults, WriteFault};
+
+const LOG: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("log");
+
+/// The durable log of commands, owned by the committer thread.
+pub(crate) struct CommandLog {
+    db: Database,
+    path: PathBuf,
+    /// Set when a write failed: redb's state after a failed commit is unknown, so every later
+    /// write is refused until a restart recovers the file.
+    failed: Option<String>,
+}
+
+/// Where the log stands after opening it.
+pub(crate) struct Opened {
+    pub(crate) log: CommandLog,
+    /// The file was not closed cleanly (crash, SIGKILL, power loss) and redb rolled it back to
+    /// its last complete commit, dropping a torn one.
+    pub(crate) repaired: bool,
+}
+
+impl CommandLog {
+    /// Opens (or creates) the log file at `path`.
+    pub(crate) fn open(path: &Path, fsync: Fsync, faults: Arc<Faults>) -> Result<Opened, String> {
+        let name = path.display().to_string();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|err| format!("cannot open the command log {name}: {err}"))?;
+        let inner = FileBackend::new(file)
+            .map_err(|err| format!("cannot open the command log {name}: {err}"))?;
+        let backend = LogBackend {
+            inner,
+            fsync: fsync == Fsync::Always,
+            faults,
+        };
+        let repaired = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&repaired);
+        let db = guarded(&name, || {
+            Builder::new()
+                .set_repair_callback(move |_| flag.store(true, Ordering::SeqCst))
+                .create_with_backend(backend)
+                .map_err(|err| format!("the command log {name} does not open: {err}"))
+        })?;
+        let log = Self {
+            db,
+            path: path.to_owned(),
+            failed: None,
+        };
+        // Make sure the table exists, so readers never see "no such table".
+        let tx = log.write_tx()?;
+        tx.open_table(LOG).map_err(|err| log.err(err))?;
+        tx.commit().map_err(|err| log.err(err))?;
+        Ok(Opened {
+            log,
+            repaired: repaired.load(Ordering::SeqCst),
+        })
+    }
+
+    fn err(&self, err: impl std::fmt::Display) -> String {
+        format!("command log {}: {err}", self.path.display())
+    }
+
+    fn write_tx(&self) -> Result<redb::WriteTransaction, String> {
+        let mut tx = self.db.begin_write().map_err(|err| self.err(err))?;
+        tx.set_durability(Durability::Immediate);
+        Ok(tx)
+    }
+
+    /// Why writes are refused, if a write failed.
+    pub(crate) fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Appends `entries` (index, bytes) in one commit: all on disk when this returns `Ok`
+    /// (with `--fsync always`), none visible after a crash otherwise.
+    pub(crate) fn append(&mut self, entries: &[(u64, Vec<u8>)]) -> Result<(), String> {
+        if let Some(why) = &self.failed {
+            return Err(why.clone());
+        }
+        let result = guarded(&self.path.display().to_string(), || {
+            let tx = self.write_tx()?;
+            {
+                let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+                for (index, bytes) in entries {
+                    table
+                        .insert(*index, bytes.as_slice())
+                        .map_err(|err| self.err(err))?;
+                }
+            }
+            tx.commit().map_err(|err| self.err(err))
+        });
+        if let Err(why) = &result {
+            self.failed = Some(format!(
+                "{why} (writes are refused until the server restarts and recovers the log)"
+            ));
+        }
+        result
+    }
+
+    /// The first and last index in the log, if it holds any entry.
+    pub(crate) fn bounds(&self) -> Result<Option<(u64, u64)>, String> {
+        guarded(&self.path.display().to_string(), || {
+            let tx = self.db.begin_read().map_err(|err| self.err(err))?;
+            let table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+            let first = table.first().map_err(|err| self.err(err))?;
+            let last = table.last().map_err(|err| self.err(err))?;
+            Ok(first
+                .zip(last)
+                .map(|((first, _), (last, _))| (first.value(), last.value())))
+        })
+    }
+
+    /// Calls `f` with every entry from index `from` on, in order.
+    pub(crate) fn read_from(
+        &self,
+        from: u64,
+        mut f: impl FnMut(u64, &[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        guarded(&self.path.display().to_string(), || {
+            let tx = self.db.begin_read().map_err(|err| self.err(err))?;
+            let table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+            for item in table.range(from..).map_err(|err| self.err(err))? {
+                let (index, bytes) = item.map_err(|err| self.err(err))?;
+                f(index.value(), bytes.value())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Drops every entry up to and including `index` (a snapshot covers them).
+    pub(crate) fn truncate_through(&mut self, index: u64) -> Result<(), String> {
+        if let Some(why) = &self.failed {
+            return Err(why.clone());
+        }
+        let tx = self.write_tx()?;
+        {
+            let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+            table
+                .retain_in(..=index, |_, _| false)
+                .map_err(|err| self.err(err))?;
+        }
+        tx.commit().map_err(|err| self.err(err))
+    }
+}
+
+/// Runs `f`, turning a panic inside redb (a damaged file it did not expect) into an error.
+fn guarded<T>(name: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        Err(format!(
+            "the command log {name} is damaged (the storage engine failed: {what})"
+        ))
+    })
+}
+
+/// redb's file backend plus `--fsync off` and the failpoints.
+#[derive(Debug)]
+struct LogBackend {
+    inner: FileBackend,
+    fsync: bool,
+    faults: Arc<Faults>,
+}
+
+impl StorageBackend for LogBackend {
+    fn len(&self) -> Result<u64, io::Error> {
+        self.inner.len()
+    }
+
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, io::Error> {
+        self.inner.read(offset, len)
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), io::Error> {
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self, eventual: bool) -> Result<(), io::Error> {
+        if self.faults.on_fsync() {
+            return Err(io::Error::other("injected fault: fsync failed"));
+        }
+        if self.fsync {
+            self.inner.sync_data(eventual)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        match self.faults.on_write(data.len()) {
+            WriteFault::None => self.inner.write(offset, data),
+            WriteFault::Short(keep) => {
+                if keep > 0 {
+                    self.inner.write(offset, &data[..keep])?;
+                }
+                Err(io::Error::other(format!(
+                    "injected fault: short write ({keep} of {} bytes)",
+                    data.len()
+                )))
+            }
+        }
+    }
+}

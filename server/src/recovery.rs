@@ -1,0 +1,298 @@
+//! Opening a data directory: the lock, the configuration check, the newest snapshot and the
+//! log after it. Recovery refuses to start on anything it cannot read whole, names the file
+//! and the place, and changes no file before it has succeeded.
+//!
+//! ```text
+//! DATA_DIR/
+//!   LOCK                 held (flock) by the running server
+//!   config.json          the index configuration the directory was created with
+//!   log.redb             the command log (log.rs)
+//!   snapshot-<N>.fvs     the newest snapshot, covering the log up to entry N (snapshot.rs)
+//! ```
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use flowvec::flow::{FlowConfig, Timestamp};
+use flowvec::state::{LogEntry, StateMachine};
+use flowvec::vector::{IndexConfig, IndexKind, Metric};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::faults::Faults;
+use crate::log::CommandLog;
+use crate::snapshot;
+
+/// A data directory opened and replayed.
+pub(crate) struct Recovered {
+    pub(crate) machine: StateMachine,
+    pub(crate) log: CommandLog,
+    /// The index the next entry gets.
+    pub(crate) next_index: u64,
+    /// The stamp of the last entry applied (new stamps never go below it).
+    pub(crate) last_now: Timestamp,
+    /// Held for the server's lifetime: the directory's lock.
+    pub(crate) lock: File,
+    pub(crate) report: String,
+}
+
+/// The index settings a data directory is bound to (`config.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DirConfig {
+    kind: IndexKind,
+    dimension: usize,
+    metric: Metric,
+}
+
+impl DirConfig {
+    fn of(config: &Config) -> Self {
+        let dense = config.kind != IndexKind::Sparse;
+        Self {
+            kind: config.kind,
+            dimension: if dense { config.dimension } else { 0 },
+            metric: if dense {
+                config.metric
+            } else {
+                Metric::DotProduct
+            },
+        }
+    }
+
+    /// The first setting that differs, as a message naming both values.
+    fn differs(&self, flags: &Self, dir: &Path) -> Option<String> {
+        let name = |v: &dyn erased::Wire| v.wire();
+        let (setting, stored, given) = if self.kind != flags.kind {
+            ("kind", name(&self.kind), name(&flags.kind))
+        } else if self.dimension != flags.dimension {
+            (
+                "dimension",
+                self.dimension.to_string(),
+                flags.dimension.to_string(),
+            )
+        } else if self.metric != flags.metric {
+            ("metric", name(&self.metric), name(&flags.metric))
+        } else {
+            return None;
+        };
+        Some(format!(
+            "data directory {} was created with --{setting} {stored}, but this start has --{setting} {given}; \
+             start with --{setting} {stored}, or use another --data-dir",
+            dir.display()
+        ))
+    }
+}
+
+/// Serde names of the enums, for messages.
+mod erased {
+    pub(super) trait Wire {
+        fn wire(&self) -> String;
+    }
+    impl<T: serde::Serialize> Wire for T {
+        fn wire(&self) -> String {
+            serde_json::to_value(self)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }
+    }
+}
+
+const LOCK: &str = "LOCK";
+const CONFIG: &str = "config.json";
+pub(crate) const LOG_FILE: &str = "log.redb";
+
+/// Opens `config.data_dir` (creating it if missing), takes its lock, checks its configuration,
+/// loads the newest snapshot and replays the log after it.
+pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered, String> {
+    let started = Instant::now();
+    let dir = config.data_dir.as_path();
+    std::fs::create_dir_all(dir)
+        .map_err(|err| format!("cannot create the data directory {}: {err}", dir.display()))?;
+    refuse_foreign(dir)?; // before the lock file is created: a foreign directory is left as found
+    let lock = take_lock(dir)?;
+    let flags = DirConfig::of(config);
+    check_config(dir, &flags)?;
+
+    let snapshots = snapshot::list(dir)?;
+    let (machine, snapshot_index, mut last_now) = match snapshots.last() {
+        Some((_, path)) => {
+            let (machine, covered) = snapshot::read(path)?;
+            let stored = index_dir_config(machine.index().config());
+            if let Some(problem) = stored.differs(&flags, dir) {
+                return Err(problem);
+            }
+            (machine, covered.log_index, covered.now())
+        }
+        None => {
+            let flow = FlowConfig {
+                global_parallelism: None,
+                ..FlowConfig::default()
+            };
+            let machine = StateMachine::new(config.index_config(), flow)
+                .map_err(|err| format!("index configuration: {err}"))?;
+            (machine, 0, Timestamp::from_millis(0))
+        }
+    };
+    let loaded = started.elapsed();
+
+    let log_path = dir.join(LOG_FILE);
+    let opened = CommandLog::open(&log_path, config.fsync, faults)?;
+    let log = opened.log;
+    let mut notes = Vec::new();
+    if opened.repaired {
+        notes.push(format!(
+            "{} was not closed cleanly (crash or kill): the storage engine verified it and dropped an unfinished commit, if any (never an acknowledged one)",
+            log_path.display()
+        ));
+    }
+    let mut next_index = snapshot_index + 1;
+    let mut replayed = 0u64;
+    if let Some((first, last)) = log.bounds()? {
+        if first > next_index {
+            return Err(format!(
+                "command log {} starts at entry {first}, but the snapshot covers entries up to {snapshot_index}: entries {next_index}..{} are missing",
+                log_path.display(),
+                first - 1
+            ));
+        }
+        if last >= next_index {
+            log.read_from(next_index, |index, bytes| {
+                if index != next_index {
+                    return Err(format!(
+                        "command log {}: entry {next_index} is missing (the next one is {index})",
+                        log_path.display()
+                    ));
+                }
+                let entry = LogEntry::decode(bytes).map_err(|err| {
+                    format!(
+                        "command log {}: entry {index} (of {first}..={last}): {err}",
+                        log_path.display()
+                    )
+                })?;
+                last_now = last_now.max(entry.now);
+                // A refusal is part of the history: the live server refused it the same way.
+                let _ = machine.apply(entry.command, entry.now);
+                next_index += 1;
+                replayed += 1;
+                Ok(())
+            })?;
+        }
+    }
+    let report = format!(
+        "recovered {}: snapshot {} ({:.2} s), {replayed} log entries replayed, {:.2} s in all{}",
+        dir.display(),
+        if snapshot_index == 0 {
+            "none".to_owned()
+        } else {
+            format!("up to entry {snapshot_index}")
+        },
+        loaded.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        notes
+            .iter()
+            .map(|n| format!("\n  note: {n}"))
+            .collect::<String>(),
+    );
+    Ok(Recovered {
+        machine,
+        log,
+        next_index,
+        last_now,
+        lock,
+        report,
+    })
+}
+
+fn index_dir_config(config: &IndexConfig) -> DirConfig {
+    let kind = config.kind;
+    let dense = kind != IndexKind::Sparse;
+    DirConfig {
+        kind,
+        dimension: if dense { config.dimension } else { 0 },
+        metric: if dense {
+            config.metric
+        } else {
+            Metric::DotProduct
+        },
+    }
+}
+
+/// Takes the directory's lock, or explains who holds it.
+fn take_lock(dir: &Path) -> Result<File, String> {
+    let path = dir.join(LOCK);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|err| format!("cannot create the lock file {}: {err}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "data directory {} is in use by another flowvec-server (its lock file {} is held); stop that server or use another --data-dir",
+            dir.display(),
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(err)) => {
+            Err(format!("cannot lock {}: {err}", path.display()))
+        }
+    }
+}
+
+/// A directory with files but no `config.json` is not a data directory: refused, untouched.
+fn refuse_foreign(dir: &Path) -> Result<(), String> {
+    if dir.join(CONFIG).exists() {
+        return Ok(());
+    }
+    let mut foreign: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|err| format!("cannot list {}: {err}", dir.display()))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|name| name != LOCK)
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    foreign.sort();
+    foreign.truncate(5);
+    Err(format!(
+        "{} is not empty and is not a flowvec data directory (no {CONFIG}; it holds {}); use an empty or new --data-dir",
+        dir.display(),
+        foreign.join(", ")
+    ))
+}
+
+/// Checks `config.json` against the flags, or writes it into a new directory. A directory that
+/// holds other files but no `config.json` is not ours: refused, untouched.
+fn check_config(dir: &Path, flags: &DirConfig) -> Result<(), String> {
+    let path = dir.join(CONFIG);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let stored: DirConfig = serde_json::from_slice(&bytes).map_err(|err| {
+                format!(
+                    "{} is not a flowvec data directory configuration: {err}",
+                    path.display()
+                )
+            })?;
+            match stored.differs(flags, dir) {
+                Some(problem) => Err(problem),
+                None => Ok(()),
+            }
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            refuse_foreign(dir)?;
+            let json = serde_json::to_vec_pretty(flags).map_err(|err| err.to_string())?;
+            let tmp: PathBuf = dir.join(format!("{CONFIG}.tmp"));
+            std::fs::write(&tmp, json)
+                .and_then(|()| File::open(&tmp)?.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+            snapshot::sync_dir(dir)
+        }
+        Err(err) => Err(format!("cannot read {}: {err}", path.display())),
+    }
+}
