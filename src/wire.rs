@@ -3,7 +3,7 @@
 //! A host (axum, hyper, a test) turns each HTTP request into a [`Request`] (method, raw path,
 //! raw query string, headers, body bytes), calls [`Service::handle`] with the current time, and
 //! writes the [`Response`] (status, headers, JSON body) back. Every host therefore speaks the
-//! exact same contract; `examples/server.rs` is one such host, and it also delivers the queued
+//! exact same contract; `flowvec-server` (`server/`) is one such host, and it also delivers the queued
 //! [`Message`]s by driving the flow-control engine that [`Service::flow`] shares.
 //!
 //! # Routes

@@ -1,4 +1,4 @@
-"""Shared fixtures for the end-to-end tests against `examples/server.rs`.
+"""Shared fixtures for the end-to-end tests against `flowvec-server` (`server/`).
 
 The server is started by `run_e2e.sh` (or by hand); these tests only talk to it. Configuration:
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end tests: the real PyPI client SDKs (upstash-vector, qstash) against
-# `examples/server.rs` on 127.0.0.1. Called by `.ci/run` as `bash tests/e2e/run_e2e.sh`.
+# `flowvec-server` (the `server/` package) on 127.0.0.1. Called by `.ci/run` as `bash tests/e2e/run_e2e.sh`.
 #
 #   1. a venv under target/e2e-venv with tests/e2e/requirements.txt (PyPI, reused while the
 #      requirements file is unchanged);
-#   2. builds the example server (release) and starts it in the background on a free port;
+#   2. builds flowvec-server (release) and starts it in the background on a free port;
 #   3. waits (bounded) until the port accepts connections;
 #   4. runs pytest on tests/e2e, stops the server, exits with pytest's status.
 #
@@ -22,16 +22,15 @@ TOKEN=${FLOWVEC_TOKEN:-e2e-test-token}
 STARTUP_SECS=${FLOWVEC_E2E_STARTUP_SECS:-60}
 
 # ---------------------------------------------------------------------------------------------
-# THE SERVER COMMAND: the one place to change when examples/server.rs settles its flags.
-# The tests assume a dense COSINE index of dimension 8 and one bearer token for the vector and
-# the queue API. The flow-control snapshot goes to a fresh temporary file so no state leaks
-# between runs.
+# THE SERVER COMMAND. The tests assume a dense COSINE index of dimension 8 and one bearer
+# token for the vector and the queue API. The data directory is a fresh temporary one so no
+# state leaks between runs.
 SERVER_ARGS=(
   --port "$PORT"
   --token "$TOKEN"
   --dimension 8
   --metric COSINE
-  --snapshot "$STATE_DIR/flow-control.snapshot"
+  --data-dir "$STATE_DIR/data"
 )
 # ---------------------------------------------------------------------------------------------
 
@@ -40,7 +39,7 @@ step() { printf '\n=== e2e: %s\n' "$*"; }
 SERVER_PID=""
 cleanup() {
   if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -INT "$SERVER_PID" 2>/dev/null || true # Ctrl-C: lets the server save its snapshot
+    kill -INT "$SERVER_PID" 2>/dev/null || true # Ctrl-C: a clean stop (final snapshot)
     for _ in $(seq 1 50); do
       kill -0 "$SERVER_PID" 2>/dev/null || break
       sleep 0.1
@@ -61,12 +60,12 @@ if ! cmp -s tests/e2e/requirements.txt "$VENV/.requirements.installed"; then
   cp tests/e2e/requirements.txt "$VENV/.requirements.installed"
 fi
 
-step "cargo build --release --example server"
-cargo build --release --example server
+step "cargo build --release -p flowvec-server"
+cargo build --release -p flowvec-server
 
 step "start server on 127.0.0.1:$PORT (log: $LOG)"
 # `cargo run` execs the binary on Unix, so $! is the server itself.
-cargo run --quiet --release --example server -- "${SERVER_ARGS[@]}" >"$LOG" 2>&1 &
+cargo run --quiet --release -p flowvec-server -- "${SERVER_ARGS[@]}" >"$LOG" 2>&1 &
 SERVER_PID=$!
 
 deadline=$((SECONDS + STARTUP_SECS))

@@ -1,4 +1,4 @@
-"""End-to-end: the PyPI `qstash` 3.4.0 client against `examples/server.rs`, which must deliver
+"""End-to-end: the PyPI `qstash` 3.4.0 client against `flowvec-server` (`server/`), which must deliver
 published messages to a local destination (`conftest.Destination`) under flow control.
 
 What is observed: the destination stamps each call on arrival (`time.monotonic()`), holds it,

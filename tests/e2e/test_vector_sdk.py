@@ -1,4 +1,4 @@
-"""End-to-end: the PyPI `upstash-vector` 0.8.0 client against `examples/server.rs`.
+"""End-to-end: the PyPI `upstash-vector` 0.8.0 client against `flowvec-server` (`server/`).
 
 ASSUMPTION: the server serves one **dense COSINE index of dimension 8** (the example server's
 default; `run_e2e.sh` passes `--dimension 8 --metric COSINE`). Every test checks the server's

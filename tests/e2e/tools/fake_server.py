@@ -1,7 +1,7 @@
 """A small Python model of the flowvec wire contract, used only to test the e2e tests themselves.
 
 It is NOT flowvec and proves nothing about it: it exists so the tests in `tests/e2e` could be run
-and debugged before `examples/server.rs` existed (a test that fails against a faithful model is a
+and debugged before `flowvec-server` (`server/`) existed (a test that fails against a faithful model is a
 broken test). It follows WIRE.md and DESIGN §1-§4 closely enough for that: dense COSINE index,
 brute-force search, the filter subset the tests use, and a flow-control dispatcher that delivers
 messages with urllib in threads.
