@@ -7,7 +7,11 @@
 //! host *before* the command is made, see [`DatabaseSecrets`](crate::management::DatabaseSecrets)).
 //! So a [`StateMachine`] rebuilt from an image ([`StateMachine::save`]) plus the commands
 //! applied after it answers every read (fetch, range, query, key info, global info, password
-//! verification) exactly as the one that never stopped. That is what a host needs for a
+//! verification) exactly as the one that never stopped (`tests/state_replay.rs` proves it over
+//! random command sequences). Two limits: `info().indexSize` counts allocated capacity, which
+//! a load does not reproduce; and the graph of a namespace above the exact-scan threshold is
+//! saved without its tombstones, so approximate answers after a load can differ from the
+//! live graph's while deletions are pending compaction (exact answers never differ). That is what a host needs for a
 //! command log (write the command durably, then [`apply`](StateMachine::apply) it, then
 //! answer) and, unchanged, for replication (ship [`LogEntry`] values, apply them in log order
 //! on every replica).

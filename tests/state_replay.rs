@@ -877,9 +877,9 @@ fn run(global: Option<u8>, ops: &[(Op, u16)], cuts: &[Cut]) -> Result<(), TestCa
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 20000,
-        rng_seed: RngSeed::Random,
-        failure_persistence: None,
+        cases: 256,
+        rng_seed: RngSeed::Fixed(0x5eed_57a7),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
         ..ProptestConfig::default()
     })]
 
