@@ -38,7 +38,6 @@ impl PendingWrite {
 
     /// The command and the reply, separated (the command goes to the log and the applier; the
     /// reply waits for the outcome).
-    #[must_use]
     pub fn into_parts(self) -> (Command, Reply) {
         (self.command, self.reply)
     }
