@@ -1,6 +1,7 @@
 """Loads a server: `upsert N` puts the first N vectors of base.fvecs in batches of 100 (4 threads);
-`tail N RECV` sends N single commands (half single-vector upserts replacing existing ids, half
-publishes to the receiver on port RECV), one at a time, to build a log tail. Prints the rate."""
+`tail-upsert N` sends N single-vector upserts replacing existing ids; `tail-publish N RECV` sends
+N publishes under a paused key (each one log entry, nothing delivered); one request at a time,
+to build a log tail of N entries. Prints the rate."""
 import json, struct, sys, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,14 +28,15 @@ if mode == "upsert":
         post("/upsert", json.dumps(recs).encode())
     with ThreadPoolExecutor(4) as ex:
         list(ex.map(batch, range(0, n, 100)))
+elif mode == "tail-upsert":
+    for i in range(n):
+        k = (i * 7919) % 43000
+        post("/upsert", json.dumps([{"id": f"v{k}", "vector": vec(k)}]).encode())
 else:
     recv = sys.argv[5]
-    for i in range(n):
-        if i % 2 == 0:
-            k = (i * 7919) % 43000
-            post("/upsert", json.dumps([{"id": f"v{k}", "vector": vec(k)}]).encode())
-        else:
-            post(f"/v2/publish/http://127.0.0.1:{recv}/tail", b"x" * 100,
-                 {"Upstash-Flow-Control-Key": f"t{i % 16}", "Upstash-Flow-Control-Value": "rate=1000"})
+    post("/v2/flowControl/tail/pause", b"")
+    for i in range(n - 1):
+        post(f"/v2/publish/http://127.0.0.1:{recv}/tail", b"x" * 100,
+             {"Upstash-Flow-Control-Key": "tail", "Upstash-Flow-Control-Value": "rate=1000"})
 dt = time.time() - t0
 print(f"{mode} {n}: {dt:.1f} s ({n / dt:.0f}/s)")

@@ -65,18 +65,21 @@ for what in upsert publish; do
 done
 
 echo
-echo "## Recovery of the 43k minilm-text index"
+echo "## Recovery of the 43k minilm-text index (snapshot with graph links + a 10,000-entry log tail)"
 dir="$WORK/recovery"
 start "$dir" always --snapshot-every 100000000
 python3 benches/server/load.py "http://127.0.0.1:$PORT" "$DATASET/base.fvecs" upsert 43000
-stop # SIGTERM: a final snapshot with the graph links
-start "$dir" always --snapshot-every 100000000
-python3 benches/server/load.py "http://127.0.0.1:$PORT" "$DATASET/base.fvecs" tail 10000 "$RECV"
-kill -9 "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-ls -l "$dir" | sed 's/^/    /'
-start "$dir" always --snapshot-every 100000000
-grep '^recovered' "$dir.log"
-stop
+stop # SIGTERM: a final snapshot with the graph links, the log truncated and compacted
+cp -r "$dir" "$dir.base"
+for tail in tail-publish tail-upsert; do
+  rm -rf "$dir" && cp -r "$dir.base" "$dir"
+  start "$dir" always --snapshot-every 100000000
+  python3 benches/server/load.py "http://127.0.0.1:$PORT" "$DATASET/base.fvecs" "$tail" 10000 "$RECV"
+  kill -9 "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
+  start "$dir" always --snapshot-every 100000000
+  echo "- $tail: $(grep '^recovered' "$dir.log" | sed 's/^recovered [^:]*: //')"
+  stop
+done
 echo
 echo "## Data directory size"
 python3 benches/server/sizes.py "$BIN" "$WORK/sizes" "$DATASET/base.fvecs" "$RECV"

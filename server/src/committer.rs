@@ -27,6 +27,8 @@ const MAX_BATCH: usize = 4096;
 const MAX_BATCH_BYTES: usize = 64 << 20;
 /// Most calls one `Dispatch` entry hands out.
 const DISPATCH_MAX: u32 = 256;
+/// A snapshot is also due once the log has grown by this many bytes since the last one.
+const SNAPSHOT_LOG_BYTES: u64 = 1 << 30;
 
 /// A command's fate: applied (and the engines' answer), or not made durable.
 pub(crate) type Outcome = Result<Result<Applied, ApplyError>, Unavailable>;
@@ -126,15 +128,18 @@ struct Pending {
 impl Worker {
     fn run(mut self, rx: Receiver<Msg>) {
         let mut dispatching = true;
-        let mut more_ready = true; // after a restart, requeued messages may be ready at once
+        // Whether a `Dispatch` is due (checked after every batch; at start, requeued messages
+        // may be ready at once).
+        let mut dispatch_due = true;
         let mut since_snapshot = 0u64;
+        let mut bytes_since_snapshot = 0u64;
         let mut last_snapshot = Instant::now();
         let mut shutdown: Option<oneshot::Sender<()>> = None;
         loop {
             let mut batch: Vec<(Command, Option<oneshot::Sender<Outcome>>)> = Vec::new();
             let mut bytes = 0usize;
             let timer = self.service.flow().lock().peek_timeout();
-            let wait = if dispatching && more_ready {
+            let wait = if dispatching && dispatch_due {
                 Duration::ZERO
             } else {
                 match timer.filter(|_| dispatching) {
@@ -173,26 +178,33 @@ impl Worker {
                 }
             }
             let now = self.last_now.max(wall_clock());
-            let timer_due = timer.is_some_and(|at| at <= now);
-            let wants_dispatch =
-                more_ready || timer_due || batch.iter().any(|(c, _)| c.affects_delivery());
-            if dispatching && wants_dispatch {
+            // A Dispatch rides at the end of the next commit: it is logged only when
+            // the engine says a message may go (read-only check), so a publish to a paused or
+            // saturated key adds no entry.
+            if dispatching && (dispatch_due || self.service.flow().lock().may_dispatch(now)) {
                 batch.push((Command::Dispatch { max: DISPATCH_MAX }, None));
             }
-            more_ready = false;
+            dispatch_due = false;
             if !batch.is_empty() {
                 since_snapshot += batch.len() as u64;
-                more_ready = self.commit(batch, now);
+                let (more, written) = self.commit(batch, now);
+                bytes_since_snapshot += written;
+                dispatch_due = more || self.service.flow().lock().may_dispatch(now);
             }
             let due = since_snapshot >= self.policy.every_entries
+                || bytes_since_snapshot >= SNAPSHOT_LOG_BYTES
                 || (since_snapshot > 0 && last_snapshot.elapsed() >= self.policy.interval);
             if (due || (shutdown.is_some() && since_snapshot > 0)) && self.log.failed().is_none() {
                 if self.snapshot() {
                     since_snapshot = 0;
+                    bytes_since_snapshot = 0;
                 }
                 last_snapshot = Instant::now();
             }
             if let Some(done) = shutdown.take() {
+                if let Err(why) = self.log.compact() {
+                    eprintln!("committer: {why}");
+                }
                 let _ = done.send(());
                 return;
             }
@@ -200,12 +212,12 @@ impl Worker {
     }
 
     /// Logs and applies one batch; whether a `Dispatch` in it handed out its maximum (more
-    /// may be ready).
+    /// may be ready), and the bytes written to the log.
     fn commit(
         &mut self,
         batch: Vec<(Command, Option<oneshot::Sender<Outcome>>)>,
         now: Timestamp,
-    ) -> bool {
+    ) -> (bool, u64) {
         let mut encoded = Vec::with_capacity(batch.len());
         let mut pending = Vec::with_capacity(batch.len());
         for (offset, (command, reply)) in batch.into_iter().enumerate() {
@@ -225,8 +237,9 @@ impl Worker {
                     let _ = reply.send(Err(Unavailable(why.clone())));
                 }
             }
-            return false;
+            return (false, 0);
         }
+        let written = encoded.iter().map(|(_, bytes)| bytes.len() as u64).sum();
         drop(encoded);
         self.next_index += pending.len() as u64;
         self.last_now = now;
@@ -251,7 +264,7 @@ impl Worker {
                 }
             }
         }
-        more
+        (more, written)
     }
 
     /// Writes a snapshot of everything applied so far and drops the log it covers.

@@ -171,6 +171,23 @@ impl CommandLog {
     }
 }
 
+impl CommandLog {
+    /// Gives the pages freed by truncation back to the file system (a clean stop calls it:
+    /// while serving, redb reuses freed pages, so the file does not grow without bound).
+    pub(crate) fn compact(&mut self) -> Result<(), String> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        let path = self.path.display().to_string();
+        guarded(&path, || {
+            self.db
+                .compact()
+                .map(drop)
+                .map_err(|err| format!("command log {path}: compaction: {err}"))
+        })
+    }
+}
+
 /// Runs `f`, turning a panic inside redb (a damaged file it did not expect) into an error.
 fn guarded<T>(name: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {

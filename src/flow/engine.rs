@@ -348,6 +348,35 @@ impl<M> FlowControl<M> {
         active.len()
     }
 
+    /// Whether [`poll_dispatch`](Self::poll_dispatch) at `now` might hand out a message: false
+    /// when it certainly would not (no key is queued as ready and no timer is due, or the
+    /// global cap is reached). Read-only, so a host whose every change is a logged command can
+    /// ask before it logs a dispatch.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::flow::{FlowConfig, FlowControl, Timestamp};
+    /// let mut fc = FlowControl::new(FlowConfig::default());
+    /// let now = Timestamp::from_millis(0);
+    /// assert!(!fc.may_dispatch(now));
+    /// fc.publish(None, None, "m", now)?;
+    /// assert!(fc.may_dispatch(now));
+    /// let _ = fc.poll_dispatch(now);
+    /// assert!(!fc.may_dispatch(now));
+    /// # Ok::<(), flowvec::flow::FlowError>(())
+    /// ```
+    #[must_use]
+    pub fn may_dispatch(&self, now: Timestamp) -> bool {
+        if self.global_max != 0 && self.active_total >= self.global_max {
+            return false;
+        }
+        !self.ready.is_empty()
+            || self
+                .timers
+                .peek()
+                .is_some_and(|(at, _)| at <= now.as_millis())
+    }
+
     /// The earliest timer deadline without fixing stale entries (unlike
     /// [`poll_timeout`](Self::poll_timeout), which takes `&mut self`): possibly early, never
     /// late. For a host whose every state change goes through a command log, where only logged
