@@ -21,7 +21,11 @@ fn main() {
         .join(format!("flowvec-log-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a writable directory");
     let entry = vec![7u8; 1024];
-    println!("entry 1 KiB, {} s per row, directory {}", RUN.as_secs(), dir.display());
+    println!(
+        "entry 1 KiB, {} s per row, directory {}",
+        RUN.as_secs(),
+        dir.display()
+    );
     println!("| store | entries per commit | commits/s | entries/s |");
     println!("|---|---|---|---|");
     for batch in [1usize, 32] {
@@ -55,7 +59,12 @@ fn main() {
             tx.commit().expect("commit");
             commits += 1;
         }
-        report("redb, Durability::Immediate", batch, commits, started.elapsed());
+        report(
+            "redb, Durability::Immediate",
+            batch,
+            commits,
+            started.elapsed(),
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
