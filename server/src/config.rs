@@ -103,7 +103,7 @@ const FLAGS: &[Flag] = &[
     Flag {
         name: "snapshot-every",
         env: "FLOWVEC_SNAPSHOT_EVERY",
-        default: "20000",
+        default: "10000",
         help: "write a snapshot (and drop the log before it) after this many log entries",
     },
     Flag {
