@@ -11,8 +11,10 @@
 //! Every write goes through [`LogBackend`], which adds `--fsync off` (no fsync: the OS flushes
 //! later) and the test failpoints of `faults.rs`.
 
-use std::fs::OpenOptions;
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::FileExt as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,13 +63,28 @@ impl CommandLog {
             fsync: fsync == Fsync::Always,
             faults,
         };
+        Self::open_with(path, backend)
+    }
+
+    /// Opens the existing log at `path` without changing it: every write (redb's crash repair,
+    /// the table check) goes to memory. Recovery replays from this view first, so a log that
+    /// cannot be repaired or replayed is refused and left exactly as found.
+    pub(crate) fn open_untouched(path: &Path) -> Result<Opened, String> {
+        let name = path.display().to_string();
+        let file =
+            File::open(path).map_err(|err| format!("cannot open the command log {name}: {err}"))?;
+        Self::open_with(path, Overlay::new(file))
+    }
+
+    fn open_with(path: &Path, backend: impl StorageBackend) -> Result<Opened, String> {
+        let name = path.display().to_string();
         let repaired = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&repaired);
         let db = guarded(&name, || {
             Builder::new()
                 .set_repair_callback(move |_| flag.store(true, Ordering::SeqCst))
                 .create_with_backend(backend)
-                .map_err(|err| format!("the command log {name} does not open: {err}"))
+                .map_err(|err| format!("the command log {name} does not open (damaged, or not a flowvec log): {err}"))
         })?;
         let log = Self {
             db,
@@ -247,5 +264,82 @@ impl StorageBackend for LogBackend {
                 )))
             }
         }
+    }
+}
+
+/// A read-only view of a file with an in-memory layer for writes (see
+/// [`CommandLog::open_untouched`]): reads see the file as modified by the writes so far, and
+/// the file itself is never written.
+#[derive(Debug)]
+struct Overlay {
+    file: File,
+    state: Mutex<OverlayState>,
+}
+
+#[derive(Debug)]
+struct OverlayState {
+    len: u64,
+    /// Writes in order; a read applies every one that overlaps it.
+    writes: Vec<(u64, Vec<u8>)>,
+}
+
+impl Overlay {
+    fn new(file: File) -> Self {
+        let len = file.metadata().map_or(0, |m| m.len());
+        Self {
+            file,
+            state: Mutex::new(OverlayState {
+                len,
+                writes: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl StorageBackend for Overlay {
+    fn len(&self) -> Result<u64, io::Error> {
+        Ok(self.state.lock().len)
+    }
+
+    fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, io::Error> {
+        let state = self.state.lock();
+        let mut out = vec![0u8; len];
+        let on_disk = self.file.metadata()?.len();
+        if offset < on_disk {
+            let n = ((on_disk - offset) as usize).min(len);
+            self.file.read_exact_at(&mut out[..n], offset)?;
+        }
+        let end = offset + len as u64;
+        for (at, bytes) in &state.writes {
+            let (w_start, w_end) = (*at, *at + bytes.len() as u64);
+            if w_end <= offset || w_start >= end {
+                continue;
+            }
+            let from = w_start.max(offset);
+            let to = w_end.min(end);
+            out[(from - offset) as usize..(to - offset) as usize]
+                .copy_from_slice(&bytes[(from - w_start) as usize..(to - w_start) as usize]);
+        }
+        if end > state.len {
+            let keep = state.len.saturating_sub(offset) as usize;
+            out[keep.min(len)..].fill(0);
+        }
+        Ok(out)
+    }
+
+    fn set_len(&self, len: u64) -> Result<(), io::Error> {
+        self.state.lock().len = len;
+        Ok(())
+    }
+
+    fn sync_data(&self, _eventual: bool) -> Result<(), io::Error> {
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
+        let mut state = self.state.lock();
+        state.len = state.len.max(offset + data.len() as u64);
+        state.writes.push((offset, data.to_vec()));
+        Ok(())
     }
 }

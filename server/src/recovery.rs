@@ -138,8 +138,16 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
     };
     let loaded = started.elapsed();
 
+    // Replay from an untouched view of the log first (redb's crash repair happens in memory),
+    // so a log that does not open or replay is refused and left as found; only then is the
+    // file opened for writing (the repair, if any, done for real).
     let log_path = dir.join(LOG_FILE);
-    let opened = CommandLog::open(&log_path, config.fsync, faults)?;
+    let exists = log_path.exists();
+    let opened = if exists {
+        CommandLog::open_untouched(&log_path)?
+    } else {
+        CommandLog::open(&log_path, config.fsync, Arc::clone(&faults))?
+    };
     let log = opened.log;
     let mut notes = Vec::new();
     if opened.repaired {
@@ -181,6 +189,20 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
             })?;
         }
     }
+    let log = if exists {
+        let seen = log.bounds()?;
+        drop(log);
+        let real = CommandLog::open(&log_path, config.fsync, faults)?.log;
+        if real.bounds()? != seen {
+            return Err(format!(
+                "command log {} changed while it was being opened",
+                log_path.display()
+            ));
+        }
+        real
+    } else {
+        log
+    };
     let report = format!(
         "recovered {}: snapshot {} ({:.2} s), {replayed} log entries replayed, {:.2} s in all{}",
         dir.display(),
