@@ -139,10 +139,12 @@ impl Worker {
             let mut batch: Vec<(Command, Option<oneshot::Sender<Outcome>>)> = Vec::new();
             let mut bytes = 0usize;
             let timer = self.service.flow().lock().peek_timeout();
-            let wait = if dispatching && dispatch_due {
+            // After a log failure nothing can be written: no dispatching (it would spin).
+            let can_write = self.log.failed().is_none();
+            let wait = if dispatching && can_write && dispatch_due {
                 Duration::ZERO
             } else {
-                match timer.filter(|_| dispatching) {
+                match timer.filter(|_| dispatching && can_write) {
                     Some(at) => Duration::from_millis(
                         at.as_millis()
                             .saturating_sub(wall_clock().as_millis())
@@ -181,7 +183,10 @@ impl Worker {
             // A Dispatch rides at the end of the next commit: it is logged only when
             // the engine says a message may go (read-only check), so a publish to a paused or
             // saturated key adds no entry.
-            if dispatching && (dispatch_due || self.service.flow().lock().may_dispatch(now)) {
+            if dispatching
+                && can_write
+                && (dispatch_due || self.service.flow().lock().may_dispatch(now))
+            {
                 batch.push((Command::Dispatch { max: DISPATCH_MAX }, None));
             }
             dispatch_due = false;
