@@ -216,11 +216,14 @@ pub fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Every delivery a [`Receiver`] got: (`Upstash-Message-Id`, body).
+pub type Calls = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A delivery receiver on 127.0.0.1: answers 200 to every request and records each one's
 /// `Upstash-Message-Id` and body.
 pub struct Receiver {
     pub port: u16,
-    pub calls: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    pub calls: Calls,
 }
 
 impl Receiver {
