@@ -64,6 +64,7 @@
 //! ```
 
 mod config;
+mod delays;
 mod engine;
 mod error;
 mod info;

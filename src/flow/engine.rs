@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
 
+use super::delays::Delays;
 use super::key::{
     IDLE, IN_READY, KeyState, KeyStatus, NIL, NO_TIMER, PAUSED, PIN_PARALLELISM, PIN_RATE,
     validate_key,
@@ -56,6 +57,8 @@ pub struct FlowControl<M> {
     pub(super) next_seq: u64,
     /// The latest `now` seen, ms.
     pub(super) now: u64,
+    /// Messages held until a not-before time or a retry's backoff ends (`delays.rs`).
+    pub(super) delays: Delays,
 }
 
 impl<M> FlowControl<M> {
@@ -80,6 +83,7 @@ impl<M> FlowControl<M> {
             active_total: 0,
             next_seq: 0,
             now: 0,
+            delays: Delays::default(),
         }
     }
 
@@ -132,6 +136,30 @@ impl<M> FlowControl<M> {
         message: M,
         now: Timestamp,
     ) -> Result<MessageId, FlowError> {
+        self.publish_inner(key, limits, message, now, true)
+    }
+
+    /// [`publish`](Self::publish) without linking the message into its key's waitlist (the
+    /// caller holds or releases it, `delays.rs`).
+    pub(super) fn publish_held(
+        &mut self,
+        key: Option<&str>,
+        limits: Option<Limits>,
+        message: M,
+        now: Timestamp,
+    ) -> Result<MessageId, FlowError> {
+        self.publish_inner(key, limits, message, now, false)
+    }
+
+    #[inline(always)]
+    fn publish_inner(
+        &mut self,
+        key: Option<&str>,
+        limits: Option<Limits>,
+        message: M,
+        now: Timestamp,
+        link: bool,
+    ) -> Result<MessageId, FlowError> {
         let keyed = match (key, limits) {
             (Some(k), None) => return Err(FlowError::MissingLimits { key: k.to_owned() }),
             (None, Some(l)) => {
@@ -169,6 +197,9 @@ impl<M> FlowControl<M> {
             _ => UNKEYED,
         };
         self.next_seq += 1;
+        if !link {
+            return Ok(MessageId::new(seq, msg));
+        }
         let k = self.keys.get_mut(slot);
         let mut ends = Ends {
             head: k.head,
@@ -370,11 +401,10 @@ impl<M> FlowControl<M> {
         if self.global_max != 0 && self.active_total >= self.global_max {
             return false;
         }
+        let due = |at: u64| at <= now.as_millis();
         !self.ready.is_empty()
-            || self
-                .timers
-                .peek()
-                .is_some_and(|(at, _)| at <= now.as_millis())
+            || self.timers.peek().is_some_and(|(at, _)| due(at))
+            || self.delays.peek().is_some_and(due)
     }
 
     /// The earliest timer deadline without fixing stale entries (unlike
@@ -383,7 +413,12 @@ impl<M> FlowControl<M> {
     /// commands may touch the engine.
     #[must_use]
     pub fn peek_timeout(&self) -> Option<Timestamp> {
-        self.timers.peek().map(|(at, _)| Timestamp::from_millis(at))
+        let key_timer = self.timers.peek().map(|(at, _)| at);
+        match (key_timer, self.delays.peek()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(Timestamp::from_millis)
     }
 
     /// Removes a *waiting* message and returns it; `None` if `id` is not waiting (unknown,
@@ -399,6 +434,12 @@ impl<M> FlowControl<M> {
     /// # Ok::<(), flowvec::flow::FlowError>(())
     /// ```
     pub fn cancel(&mut self, id: MessageId) -> Option<M> {
+        if self.check(id, SlotState::Delayed).is_ok() {
+            let key = self.unhold(id.slot());
+            let message = self.messages.release(id.slot());
+            self.refresh(key);
+            return message;
+        }
         self.check(id, SlotState::Waiting).ok()?;
         let slot = self.messages.entry_mut(id.slot()).key;
         let k = self.keys.get_mut(slot);
@@ -436,6 +477,14 @@ impl<M> FlowControl<M> {
     /// # Ok::<(), flowvec::flow::FlowError>(())
     /// ```
     pub fn poll_timeout(&mut self) -> Option<Timestamp> {
+        let release = self.next_release().map(Timestamp::from_millis);
+        match (self.next_key_timer(), release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn next_key_timer(&mut self) -> Option<Timestamp> {
         // Timer entries are only ever early (rescheduling later is lazy); fix the top entry
         // until it is exactly what its key needs, so the host never wakes for nothing.
         while let Some((deadline, slot)) = self.timers.peek() {
@@ -638,7 +687,7 @@ impl<M> FlowControl<M> {
     /// Messages waiting over all keys (O(1)).
     #[must_use]
     pub fn waiting_count(&self) -> usize {
-        (self.messages.len - self.active_total) as usize
+        (self.messages.len - self.active_total - self.delays.total) as usize
     }
 
     /// Active calls over all keys (O(1)).
@@ -675,7 +724,7 @@ impl<M> FlowControl<M> {
     }
 
     /// Checks that `id` names a message in `state`.
-    fn check(&self, id: MessageId, state: SlotState) -> Result<(), FlowError> {
+    pub(super) fn check(&self, id: MessageId, state: SlotState) -> Result<(), FlowError> {
         match self.messages.get(id.slot()) {
             Some(e) if e.seq == id.sequence() && e.state == state => Ok(()),
             _ => Err(FlowError::NotActive { id }),
@@ -705,6 +754,7 @@ impl<M> FlowControl<M> {
     #[inline]
     pub(super) fn tick(&mut self, now: Timestamp) -> u64 {
         self.now = self.now.max(now.as_millis());
+        self.release_due();
         while let Some((deadline, slot)) = self.timers.peek() {
             if deadline > self.now {
                 break;

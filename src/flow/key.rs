@@ -27,6 +27,8 @@ pub(super) const PIN_RATE: u32 = 1 << 29;
 pub(super) const IN_READY: u32 = 1 << 28;
 /// The key was seen idle at `idle_since` and has not been busy since.
 pub(super) const IDLE: u32 = 1 << 27;
+/// Messages of this key are held until a not-before time or a retry backoff (`delays.rs`).
+pub(super) const DELAYED: u32 = 1 << 26;
 
 /// What a key could do at some instant, ignoring the global cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +141,7 @@ impl KeyState {
     pub(super) fn is_reclaimable(&self) -> bool {
         self.waiting == 0
             && self.active == 0
-            && self.period_flags & (PAUSED | PIN_PARALLELISM | PIN_RATE) == 0
+            && self.period_flags & (PAUSED | PIN_PARALLELISM | PIN_RATE | DELAYED) == 0
     }
 
     /// What the key could do at `now`, ignoring the global cap.

@@ -78,6 +78,9 @@ struct MessageSnapshot<M> {
     id: MessageId,
     key_slot: u32,
     active: bool,
+    /// Held until this time (ms): a not-before time or a retry backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delayed_until: Option<u64>,
     message: M,
 }
 
@@ -125,6 +128,7 @@ impl<M: Clone> FlowControl<M> {
                     id: MessageId::new(e.seq, slot as u32),
                     key_slot: e.key,
                     active: e.state == SlotState::Active,
+                    delayed_until: self.held_until(slot as u32),
                     message,
                 })
             })
@@ -209,6 +213,7 @@ impl<M> FlowControl<M> {
             free_keys[slot as usize] = true; // in range: checked by restore_keys
         }
         let mut order = Vec::new();
+        let mut held = Vec::new();
         fc.messages = restore_messages(
             s.messages,
             &s.free_messages,
@@ -216,6 +221,7 @@ impl<M> FlowControl<M> {
             s.next_seq,
             &fc.keys,
             &mut order,
+            &mut held,
         )?;
 
         // Waitlists.
@@ -249,7 +255,10 @@ impl<M> FlowControl<M> {
             fc.keys.get_mut(key).active += 1;
             active_total += 1;
         }
-        if linked_count + order.len() != fc.messages.len as usize {
+        for &(slot, at) in &held {
+            fc.restore_held(slot, at);
+        }
+        if linked_count + order.len() + held.len() != fc.messages.len as usize {
             return Err(invalid(
                 "a waiting message is missing from its key's waitlist",
             ));
@@ -364,6 +373,7 @@ fn restore_messages<M>(
     next_seq: u64,
     keys: &KeyTable,
     active: &mut Vec<(u64, u32)>,
+    held: &mut Vec<(u32, u64)>,
 ) -> Result<MessageSlab<M>, FlowError> {
     let mut slab = MessageSlab::new();
     slab.entries = (0..message_slots)
@@ -388,14 +398,23 @@ fn restore_messages<M>(
                 m.id
             )));
         }
-        let state = if m.active {
-            SlotState::Active
-        } else {
-            SlotState::Waiting
+        let state = match (m.active, m.delayed_until) {
+            (true, None) => {
+                active.push((m.id.sequence(), slot));
+                SlotState::Active
+            }
+            (false, None) => SlotState::Waiting,
+            (false, Some(at)) => {
+                held.push((slot, at));
+                SlotState::Delayed
+            }
+            (true, Some(_)) => {
+                return Err(invalid(format!(
+                    "message `{}` is both active and delayed",
+                    m.id
+                )));
+            }
         };
-        if m.active {
-            active.push((m.id.sequence(), slot));
-        }
         slab.entries[slot as usize] = Entry {
             seq: m.id.sequence(),
             key: m.key_slot,

@@ -15,6 +15,8 @@ pub(super) enum SlotState {
     Vacant,
     Waiting,
     Active,
+    /// Held until a release time (`delays.rs`); unlinked, `prev`/`next` hold the time.
+    Delayed,
 }
 
 #[derive(Debug, Clone)]
