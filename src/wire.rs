@@ -35,6 +35,7 @@ mod percent;
 mod queue_api;
 mod router;
 mod service;
+mod signing;
 mod vector_api;
 mod write;
 
@@ -43,4 +44,5 @@ pub use error::WireError;
 pub use http::{Method, Request, Response};
 pub use message::Message;
 pub use service::Service;
+pub use signing::{SIGNATURE_LIFETIME_SECS, SigningKeys, new_key, sign_delivery};
 pub use write::{PendingWrite, Prepared, Reply};

@@ -17,7 +17,7 @@ use flowvec::state::{Applied, Command, LogEntry, StateError, StateMachine};
 use flowvec::vector::{
     Delete, Fetch, IndexConfig, IndexInfo, MetadataUpdateMode, Metric, Query, Range, Update, Vector,
 };
-use flowvec::wire::Message;
+use flowvec::wire::{Message, SigningKeys, new_key};
 use proptest::prelude::*;
 use proptest::sample::Index as Cut;
 use proptest::test_runner::{FileFailurePersistence, RngSeed, TestCaseError};
@@ -159,6 +159,8 @@ enum Op {
         /// `None`: the database's owner (if it exists).
         account: Option<u8>,
     },
+    SetSigningKeys,
+    RotateSigningKeys,
 }
 
 fn ns() -> impl Strategy<Value = u8> {
@@ -258,6 +260,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(id, owner)| Op::CreateDatabase { id, owner }),
         3 => (0..DATABASES.len() as u8, prop::option::weighted(0.3, 0..EMAILS.len() as u8))
             .prop_map(|(id, account)| Op::ResetPassword { id, account }),
+        // Queue settings.
+        1 => Just(Op::SetSigningKeys),
+        2 => Just(Op::RotateSigningKeys),
     ]
 }
 
@@ -442,6 +447,12 @@ fn make(op: &Op, now: Timestamp, issued: &mut Issued) -> (Command, Pending) {
         Op::RequeueAllActive => Command::RequeueAllActive,
         Op::Cancel(p) => Command::Cancel {
             id: pick_id(p, issued),
+        },
+        Op::SetSigningKeys => Command::SetSigningKeys {
+            keys: SigningKeys::generate().expect("OS RNG"),
+        },
+        Op::RotateSigningKeys => Command::RotateSigningKeys {
+            next: new_key().expect("OS RNG"),
         },
         Op::CreateAccount { email } => {
             let email = EMAILS[usize::from(*email)].to_owned();
@@ -664,7 +675,10 @@ fn observe_flow(machine: &StateMachine, now: Timestamp) -> Vec<(String, String)>
 fn observe_management(machine: &StateMachine, issued: &Issued) -> Vec<(String, String)> {
     let registry = machine.registry();
     let accounts = machine.accounts();
-    let mut out = Vec::new();
+    let mut out = vec![(
+        "signing keys".to_owned(),
+        format!("{:?}", machine.signing_keys().map(|k| (k.current, k.next))),
+    )];
     for email in EMAILS {
         out.push((
             format!("list {email}"),
@@ -999,7 +1013,11 @@ fn sections(image: &[u8]) -> Vec<(usize, usize, usize)> {
         at += 13 + len;
     }
     assert_eq!(at, image.len());
-    assert_eq!(out.len(), 6, "META, INDEX, FLOW, REGISTRY, ACCOUNTS, END");
+    assert_eq!(
+        out.len(),
+        7,
+        "META, INDEX, FLOW, REGISTRY, ACCOUNTS, QUEUE, END"
+    );
     out
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Each call carries `Upstash-Message-Id: <id>`, the id publish answered with; it stays the
 //! same across retries and restarts, so a receiver can drop the duplicates that at-least-once
-//! delivery allows.
+//! delivery allows. Each call is signed: `Upstash-Signature` is a JWT over the destination and
+//! the body's hash, made with the current signing key (`flowvec::wire::sign_delivery`), as the
+//! SDKs' `Receiver` verifies it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,15 +15,17 @@ use std::time::Duration;
 
 use flowvec::flow::{Dispatch, MessageId};
 use flowvec::state::Command;
-use flowvec::wire::Message;
+use flowvec::wire::{Message, Service, sign_delivery};
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use crate::committer::Committer;
+use crate::committer::{Committer, wall_clock};
 
 /// Shared by the loop and the delivery tasks.
 pub(crate) struct Dispatcher {
     committer: Committer,
+    /// For the signing keys.
+    service: Arc<Service>,
     client: reqwest::Client,
     max_attempts: u32,
     /// Failed attempts so far per message id (in memory: a restart starts counting again).
@@ -33,11 +37,13 @@ pub(crate) struct Dispatcher {
 impl Dispatcher {
     pub(crate) fn new(
         committer: Committer,
+        service: Arc<Service>,
         client: reqwest::Client,
         max_attempts: u32,
     ) -> Arc<Self> {
         Arc::new(Self {
             committer,
+            service,
             client,
             max_attempts,
             attempts: Mutex::new(HashMap::new()),
@@ -77,6 +83,16 @@ impl Dispatcher {
         let mut request = self.client.request(method, &message.destination);
         for (name, value) in &message.headers {
             request = request.header(name, value);
+        }
+        if let Some(keys) = self.service.machine().signing_keys() {
+            let signature = sign_delivery(
+                &keys.current,
+                &message.destination,
+                &message.body,
+                &id.to_string(),
+                wall_clock(),
+            );
+            request = request.header("Upstash-Signature", signature);
         }
         let outcome = request
             .header("Upstash-Message-Id", id.to_string())

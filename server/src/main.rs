@@ -32,7 +32,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use flowvec::management::{ApiKey, ApiKeyHash, Database, DatabaseSecrets, Region};
 use flowvec::state::Command;
-use flowvec::wire::{Service, Tokens};
+use flowvec::wire::{Service, SigningKeys, Tokens};
 
 use committer::{Committer, SnapshotPolicy, Worker, wall_clock};
 use config::Config;
@@ -121,6 +121,13 @@ async fn serve(config: Config) -> Result<(), String> {
             "--global-parallelism",
         )?;
     }
+    if service.machine().signing_keys().is_none() {
+        let keys = SigningKeys::generate().map_err(|err| format!("signing keys: {err}"))?;
+        must(
+            committer.propose(Command::SetSigningKeys { keys }).await,
+            "signing keys",
+        )?;
+    }
     let management = seed_management(&config, &service, &committer).await?;
     if faults.any() {
         faults.arm();
@@ -134,7 +141,12 @@ async fn serve(config: Config) -> Result<(), String> {
         .timeout(config.delivery_timeout)
         .build()
         .map_err(|err| format!("HTTP client: {err}"))?;
-    let dispatcher = Dispatcher::new(committer.clone(), client, config.max_attempts);
+    let dispatcher = Dispatcher::new(
+        committer.clone(),
+        Arc::clone(&service),
+        client,
+        config.max_attempts,
+    );
     tokio::spawn(Arc::clone(&dispatcher).run(deliveries_rx));
 
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
@@ -252,6 +264,7 @@ fn print_banner(config: &Config, service: &Service, addr: SocketAddr, management
         service.flow().lock().waiting_count(),
     );
     println!("  management:   {management}");
+    println!("  signing keys: deliveries carry Upstash-Signature; GET /v2/keys shows the keys");
     println!(
         "  try: curl -s -X POST http://{addr}/info -H 'Authorization: Bearer {}'",
         config.vector_token

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Dispatch, KeyInfo, Limits, MessageId, Pin, Unpin};
 use crate::management::{ApiKeyHash, Database, DatabaseSecrets};
 use crate::vector::{Delete, Update, Vector};
-use crate::wire::Message;
+use crate::wire::{Message, SigningKeys};
 
 /// One change of the engines' state. Applied by [`StateMachine::apply`](super::StateMachine::apply)
 /// with the `now` the host stamped on it; the same commands in the same order with the same
@@ -121,6 +121,16 @@ pub enum Command {
         /// The message.
         id: MessageId,
     },
+    /// Set the queue's signing keys (a host's first start draws them).
+    SetSigningKeys {
+        /// The keys.
+        keys: SigningKeys,
+    },
+    /// Rotate the signing keys: the next key becomes current, `next` is the new next key.
+    RotateSigningKeys {
+        /// The new next key (drawn by the host).
+        next: String,
+    },
     /// Create a management account from its key's hash.
     CreateAccount {
         /// The account's email.
@@ -187,6 +197,8 @@ impl Command {
             Self::Requeue { .. } => "requeue",
             Self::RequeueAllActive => "requeue-all-active",
             Self::Cancel { .. } => "cancel",
+            Self::SetSigningKeys { .. } => "set-signing-keys",
+            Self::RotateSigningKeys { .. } => "rotate-signing-keys",
             Self::CreateAccount { .. } => "create-account",
             Self::CreateDatabase { .. } => "create-database",
             Self::ResetPassword { .. } => "reset-password",
@@ -215,4 +227,6 @@ pub enum Applied {
     Requeued(usize),
     /// `Cancel`: whether a waiting message was removed.
     Cancelled(bool),
+    /// `SetSigningKeys` / `RotateSigningKeys`: the keys afterwards.
+    SigningKeys(SigningKeys),
 }

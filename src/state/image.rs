@@ -8,6 +8,8 @@
 //!   3 FLOW      `FlowSnapshot<Message>` as JSON (active calls kept active)
 //!   4 REGISTRY  `RegistrySnapshot` as JSON (password hashes only)
 //!   5 ACCOUNTS  `AccountsSnapshot` as JSON (key hashes only)
+//!   6 QUEUE     the queue's settings as JSON (signing keys); optional when reading, so
+//!               images written before it existed still load
 //!   255 END     empty; nothing may follow
 //! ```
 //! Each section appears once, in this order. A reader checks every length against what is
@@ -31,7 +33,15 @@ const SECTIONS: [(u8, &str); 5] = [
     (4, "REGISTRY"),
     (5, "ACCOUNTS"),
 ];
+const QUEUE: u8 = 6;
 const END: u8 = 255;
+
+/// The QUEUE section.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct QueueSettings {
+    signing_keys: Option<crate::wire::SigningKeys>,
+}
 /// Tag, length and checksum.
 const HEADER: usize = 1 + 8 + 4;
 
@@ -52,6 +62,9 @@ impl StateMachine {
         let flow = json(&self.flow().snapshot())?;
         let registry = json(&self.registry().snapshot())?;
         let accounts = json(&self.accounts().snapshot())?;
+        let queue = json(&QueueSettings {
+            signing_keys: self.signing_keys(),
+        })?;
         w.write_all(MAGIC)?;
         for (tag, payload) in SECTIONS.iter().map(|s| s.0).zip([
             meta,
@@ -62,6 +75,7 @@ impl StateMachine {
         ]) {
             section(&mut w, tag, payload)?;
         }
+        section(&mut w, QUEUE, &queue)?;
         section(&mut w, END, &[])?;
         w.flush()?;
         Ok(())
@@ -85,13 +99,19 @@ impl StateMachine {
         if bytes.get(..at) != Some(MAGIC.as_slice()) {
             return Err(bad(0, "does not start with the magic bytes \"FVSTATE1\""));
         }
-        for &(tag, name) in SECTIONS.iter().chain(&[(END, "END")]) {
+        for &(tag, name) in &SECTIONS {
             let (payload, next) = read_section(&bytes, at, tag, name)?;
-            if tag != END {
-                parts.push(payload);
-            }
+            parts.push(payload);
             at = next;
         }
+        let mut queue = QueueSettings { signing_keys: None };
+        if bytes.get(at) == Some(&QUEUE) {
+            let (payload, next) = read_section(&bytes, at, QUEUE, "QUEUE")?;
+            queue = from_json(payload, "QUEUE")?;
+            at = next;
+        }
+        let (_, next) = read_section(&bytes, at, END, "END")?;
+        at = next;
         if at != bytes.len() {
             return Err(bad(
                 at as u64,
@@ -112,6 +132,7 @@ impl StateMachine {
             registry,
             accounts,
         );
+        machine.set_signing_keys(queue.signing_keys);
         Ok((machine, meta.to_vec()))
     }
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
 use crate::management::{Accounts, Registry};
 use crate::vector::{Index, IndexConfig, VectorError};
-use crate::wire::Message;
+use crate::wire::{Message, SigningKeys};
+use parking_lot::RwLock;
 
 use super::{Applied, ApplyError, Command};
 
@@ -49,6 +50,7 @@ pub struct StateMachine {
     flow: Arc<SharedFlowControl<Message>>,
     registry: Arc<Registry>,
     accounts: Arc<Accounts>,
+    signing: Arc<RwLock<Option<SigningKeys>>>,
 }
 
 impl StateMachine {
@@ -79,7 +81,18 @@ impl StateMachine {
             flow: Arc::new(flow),
             registry: Arc::new(registry),
             accounts: Arc::new(accounts),
+            signing: Arc::new(RwLock::new(None)),
         }
+    }
+
+    /// The queue's signing keys, once set ([`Command::SetSigningKeys`]).
+    #[must_use]
+    pub fn signing_keys(&self) -> Option<SigningKeys> {
+        self.signing.read().clone()
+    }
+
+    pub(crate) fn set_signing_keys(&self, keys: Option<SigningKeys>) {
+        *self.signing.write() = keys;
     }
 
     pub(crate) fn set_flow(&mut self, flow: Arc<SharedFlowControl<Message>>) {
@@ -205,6 +218,22 @@ impl StateMachine {
                 let mut engine = flow.lock();
                 engine.handle_timeout(now);
                 Applied::Cancelled(engine.cancel(id).is_some())
+            }
+            Command::SetSigningKeys { keys } => {
+                *self.signing.write() = Some(keys.clone());
+                Applied::SigningKeys(keys)
+            }
+            Command::RotateSigningKeys { next } => {
+                let mut signing = self.signing.write();
+                let keys = match signing.as_ref() {
+                    Some(keys) => keys.rotated(next),
+                    None => SigningKeys {
+                        current: next.clone(),
+                        next,
+                    },
+                };
+                *signing = Some(keys.clone());
+                Applied::SigningKeys(keys)
             }
             Command::CreateAccount { email, key_hash } => {
                 self.accounts.insert_hash(&email, key_hash)?;

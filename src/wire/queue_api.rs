@@ -9,7 +9,7 @@ use crate::state::Command;
 use super::percent::{decode, query_pairs, quote};
 use super::router::FlowOp;
 use super::write::{Prepared, ReplyKind, write};
-use super::{Message, Request, Response, WireError};
+use super::{Message, Request, Response, SigningKeys, WireError, new_key};
 
 /// The flow-control key header under our name and the reference's.
 const KEY_HEADERS: [&str; 2] = ["Service-Flow-Control-Key", "Upstash-Flow-Control-Key"];
@@ -140,6 +140,24 @@ pub(crate) fn key_info(
     flow.key_info(key, now)
         .map(|info| Response::json(200, &info))
         .ok_or_else(|| WireError::KeyNotFound { key: quote(key) })
+}
+
+/// `GET /v2/keys`: `{"current", "next"}`; 404 until the host has set keys.
+pub(crate) fn signing_keys(keys: Option<SigningKeys>) -> Result<Response, WireError> {
+    keys.map(|keys| Response::json(200, &keys))
+        .ok_or(WireError::RouteNotFound {
+            path: "/v2/keys (this server signs no deliveries: no signing keys are set)".to_owned(),
+        })
+}
+
+/// `POST /v2/keys/rotate`: the command that makes the next key current and draws a new next
+/// key; answered with the keys afterwards.
+pub(crate) fn rotate_signing_keys() -> Result<Prepared, WireError> {
+    let next = new_key()?;
+    Ok(write(
+        Command::RotateSigningKeys { next },
+        ReplyKind::SigningKeys,
+    ))
 }
 
 /// `GET /v2/globalParallelism`

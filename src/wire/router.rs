@@ -46,6 +46,10 @@ pub(crate) enum Route {
     FlowOp { key: String, op: FlowOp },
     /// `GET /v2/globalParallelism`
     GlobalParallelism,
+    /// `GET /v2/keys`: the signing keys.
+    SigningKeys,
+    /// `POST /v2/keys/rotate`
+    RotateSigningKeys,
     /// `POST /v2/redis/reset-password/{id}`
     ResetPassword { id: String },
 }
@@ -119,6 +123,12 @@ impl Route {
         if rest == "globalParallelism" {
             return Some(Ok(Self::GlobalParallelism));
         }
+        if rest == "keys" {
+            return Some(Ok(Self::SigningKeys));
+        }
+        if rest == "keys/rotate" {
+            return Some(Ok(Self::RotateSigningKeys));
+        }
         if let Some(id) = rest.strip_prefix("redis/reset-password/") {
             return Some(decode(id, false, "database id").map(|id| Self::ResetPassword { id }));
         }
@@ -159,8 +169,11 @@ impl Route {
             Self::VectorUnsupported { .. }
             | Self::Publish { .. }
             | Self::FlowOp { .. }
+            | Self::RotateSigningKeys
             | Self::ResetPassword { .. } => "POST",
-            Self::FlowList | Self::FlowKey { .. } | Self::GlobalParallelism => "GET",
+            Self::FlowList | Self::FlowKey { .. } | Self::GlobalParallelism | Self::SigningKeys => {
+                "GET"
+            }
         }
     }
 
@@ -189,7 +202,9 @@ impl Route {
             | Self::FlowList
             | Self::FlowKey { .. }
             | Self::FlowOp { .. }
-            | Self::GlobalParallelism => Auth::Bearer(Api::Queue),
+            | Self::GlobalParallelism
+            | Self::SigningKeys
+            | Self::RotateSigningKeys => Auth::Bearer(Api::Queue),
             Self::ResetPassword { .. } => Auth::Basic,
         }
     }

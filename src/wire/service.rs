@@ -200,6 +200,8 @@ impl Service {
             Route::FlowKey { key } => queue_api::key_info(flow, &key, now).map(answer),
             Route::FlowOp { key, op } => queue_api::operate(&key, op, &req.query),
             Route::GlobalParallelism => Ok(answer(queue_api::global(flow))),
+            Route::SigningKeys => queue_api::signing_keys(self.machine.signing_keys()).map(answer),
+            Route::RotateSigningKeys => queue_api::rotate_signing_keys(),
             Route::ResetPassword { id } => {
                 let account = account.unwrap_or_default();
                 management_api::reset_password(self.registry(), &account, &id)

@@ -61,6 +61,8 @@ pub(crate) enum ReplyKind {
     KeyInfo { key: String, flow_changed: bool },
     /// The database record with the new password.
     Password(Password),
+    /// The signing keys after a rotation.
+    SigningKeys,
 }
 
 impl Reply {
@@ -96,6 +98,7 @@ impl Reply {
             (ReplyKind::Password(password), Applied::Database(record)) => {
                 Response::json(200, &record.with_password(&password))
             }
+            (ReplyKind::SigningKeys, Applied::SigningKeys(keys)) => Response::json(200, &keys),
             (_, other) => return Err(unexpected(&other)),
         })
     }
@@ -110,6 +113,7 @@ impl fmt::Debug for Reply {
             ReplyKind::Published => "Published",
             ReplyKind::KeyInfo { .. } => "KeyInfo",
             ReplyKind::Password(_) => "Password(<redacted>)",
+            ReplyKind::SigningKeys => "SigningKeys",
         };
         write!(f, "Reply({kind})")
     }
