@@ -114,7 +114,17 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
     refuse_foreign(dir)?; // before the lock file is created: a foreign directory is left as found
     let lock = take_lock(dir)?;
     let flags = DirConfig::of(config);
-    check_config(dir, &flags)?;
+    let log_path = dir.join(LOG_FILE);
+    if dir.join(CONFIG).exists() {
+        check_config(dir, &flags)?;
+        require_log(&log_path)?;
+    } else {
+        // A new directory (or one left by a first start that was killed): the log is created
+        // before config.json, so a directory with config.json always has its log, and a
+        // missing or emptied log is refused instead of silently starting over.
+        create_log(&log_path, config, &faults)?;
+        write_config(dir, &flags)?;
+    }
 
     let snapshots = snapshot::list(dir)?;
     let (machine, snapshot_index, mut last_now) = match snapshots.last() {
@@ -141,13 +151,7 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
     // Replay from an untouched view of the log first (redb's crash repair happens in memory),
     // so a log that does not open or replay is refused and left as found; only then is the
     // file opened for writing (the repair, if any, done for real).
-    let log_path = dir.join(LOG_FILE);
-    let exists = log_path.exists();
-    let opened = if exists {
-        CommandLog::open_untouched(&log_path)?
-    } else {
-        CommandLog::open(&log_path, config.fsync, Arc::clone(&faults))?
-    };
+    let opened = CommandLog::open_untouched(&log_path)?;
     let log = opened.log;
     let mut notes = Vec::new();
     if opened.repaired {
@@ -189,20 +193,15 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
             })?;
         }
     }
-    let log = if exists {
-        let seen = log.bounds()?;
-        drop(log);
-        let real = CommandLog::open(&log_path, config.fsync, faults)?.log;
-        if real.bounds()? != seen {
-            return Err(format!(
-                "command log {} changed while it was being opened",
-                log_path.display()
-            ));
-        }
-        real
-    } else {
-        log
-    };
+    let seen = log.bounds()?;
+    drop(log);
+    let log = CommandLog::open(&log_path, config.fsync, faults)?.log;
+    if log.bounds()? != seen {
+        return Err(format!(
+            "command log {} changed while it was being opened",
+            log_path.display()
+        ));
+    }
     let report = format!(
         "recovered {}: snapshot {} ({:.2} s), {replayed} log entries replayed, {:.2} s in all{}",
         dir.display(),
@@ -265,7 +264,12 @@ fn take_lock(dir: &Path) -> Result<File, String> {
     }
 }
 
+/// What a first start that was killed may leave before `config.json` exists.
+const FIRST_START_FILES: [&str; 3] = [LOCK, LOG_FILE, "config.json.tmp"];
+
 /// A directory with files but no `config.json` is not a data directory: refused, untouched.
+/// The files a killed first start leaves (the lock, the log it creates first, a half-written
+/// `config.json.tmp`) are the server's own; [`create_log`] checks that such a log is empty.
 fn refuse_foreign(dir: &Path) -> Result<(), String> {
     if dir.join(CONFIG).exists() {
         return Ok(());
@@ -274,7 +278,7 @@ fn refuse_foreign(dir: &Path) -> Result<(), String> {
         .map_err(|err| format!("cannot list {}: {err}", dir.display()))?
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|name| name != LOCK)
+        .filter(|name| !FIRST_START_FILES.contains(&name.as_str()))
         .collect();
     if foreign.is_empty() {
         return Ok(());
@@ -288,33 +292,72 @@ fn refuse_foreign(dir: &Path) -> Result<(), String> {
     ))
 }
 
-/// Checks `config.json` against the flags, or writes it into a new directory. A directory that
-/// holds other files but no `config.json` is not ours: refused, untouched.
+/// Checks `config.json` against the flags.
 fn check_config(dir: &Path, flags: &DirConfig) -> Result<(), String> {
     let path = dir.join(CONFIG);
-    match std::fs::read(&path) {
-        Ok(bytes) => {
-            let stored: DirConfig = serde_json::from_slice(&bytes).map_err(|err| {
-                format!(
-                    "{} is not a flowvec data directory configuration: {err}",
-                    path.display()
-                )
-            })?;
-            match stored.differs(flags, dir) {
-                Some(problem) => Err(problem),
-                None => Ok(()),
-            }
-        }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            refuse_foreign(dir)?;
-            let json = serde_json::to_vec_pretty(flags).map_err(|err| err.to_string())?;
-            let tmp: PathBuf = dir.join(format!("{CONFIG}.tmp"));
-            std::fs::write(&tmp, json)
-                .and_then(|()| File::open(&tmp)?.sync_all())
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
-            snapshot::sync_dir(dir)
-        }
-        Err(err) => Err(format!("cannot read {}: {err}", path.display())),
+    let bytes =
+        std::fs::read(&path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    let stored: DirConfig = serde_json::from_slice(&bytes).map_err(|err| {
+        format!(
+            "{} is not a flowvec data directory configuration: {err}",
+            path.display()
+        )
+    })?;
+    match stored.differs(flags, dir) {
+        Some(problem) => Err(problem),
+        None => Ok(()),
     }
+}
+
+/// A directory with `config.json` must have its log: it was created first and is never
+/// removed. Without it, or with it emptied, every write since the last snapshot would be
+/// lost in silence.
+fn require_log(log_path: &Path) -> Result<(), String> {
+    match std::fs::metadata(log_path) {
+        Ok(meta) if meta.len() > 0 => Ok(()),
+        Ok(_) => Err(format!(
+            "the command log {} is empty, but the data directory was in use (it has {CONFIG}): the writes it held would be lost; restore the file or start on a new --data-dir",
+            log_path.display()
+        )),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "the command log {} is missing, but the data directory was in use (it has {CONFIG}): the writes it held would be lost; restore the file or start on a new --data-dir",
+            log_path.display()
+        )),
+        Err(err) => Err(format!("cannot read {}: {err}", log_path.display())),
+    }
+}
+
+/// Creates the log of a new directory and makes its directory entry durable. A log left by a
+/// killed first start is reused if it holds no entries (nothing was acknowledged before
+/// `config.json` existed); one that holds entries is not ours to guess about: refused.
+fn create_log(log_path: &Path, config: &Config, faults: &Arc<Faults>) -> Result<(), String> {
+    if std::fs::metadata(log_path).is_ok_and(|meta| meta.len() > 0) {
+        let opened = CommandLog::open_untouched(log_path)?;
+        if let Some((first, last)) = opened.log.bounds()? {
+            return Err(format!(
+                "the command log {} holds entries {first}..={last}, but there is no {CONFIG} beside it; restore {CONFIG} or start on a new --data-dir",
+                log_path.display()
+            ));
+        }
+    }
+    drop(CommandLog::open(
+        log_path,
+        config.fsync,
+        Arc::clone(faults),
+    )?);
+    let dir = log_path.parent().unwrap_or(Path::new("."));
+    snapshot::sync_dir(dir)
+}
+
+/// Writes `config.json` of a new directory: to a temporary file, fsync, rename, fsync the
+/// directory.
+fn write_config(dir: &Path, flags: &DirConfig) -> Result<(), String> {
+    let path = dir.join(CONFIG);
+    let json = serde_json::to_vec_pretty(flags).map_err(|err| err.to_string())?;
+    let tmp: PathBuf = dir.join(format!("{CONFIG}.tmp"));
+    std::fs::write(&tmp, json)
+        .and_then(|()| File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    snapshot::sync_dir(dir)
 }
