@@ -50,16 +50,21 @@
 //!
 //! # Layout
 //! `command.rs` [`Command`] and its outcome [`Applied`]; `machine.rs` [`StateMachine`] and
-//! `apply`; `entry.rs` [`LogEntry`] bytes (MessagePack with a CRC-32); `image.rs` the framed
+//! `apply`; `delivery.rs` the queue's commands (delays, retries, callbacks, cancellation);
+//! `dead_letters.rs` the dead letter queue [`DeadLetters`]; `entry.rs` [`LogEntry`] bytes (MessagePack with a CRC-32); `image.rs` the framed
 //! image of all engines; `error.rs` [`StateError`].
 
 mod command;
+mod dead_letters;
+mod delivery;
 mod entry;
 mod error;
 mod image;
 mod machine;
 
 pub use command::{Applied, Command};
+pub use dead_letters::{DeadLetter, DeadLetters};
+pub(crate) use delivery::header_map;
 pub use entry::LogEntry;
 pub use error::{ApplyError, StateError};
 pub use machine::StateMachine;

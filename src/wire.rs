@@ -27,11 +27,14 @@
 //! `message.rs` the queued [`Message`]; `service.rs` [`Service`] ties them together.
 
 mod auth;
+mod dlq_api;
 mod error;
 mod http;
 mod management_api;
 mod message;
+mod messages_api;
 mod percent;
+mod publish_headers;
 mod queue_api;
 mod router;
 mod service;
@@ -42,7 +45,8 @@ mod write;
 pub use auth::Tokens;
 pub use error::WireError;
 pub use http::{Method, Request, Response};
-pub use message::Message;
+pub use message::{DeliveryResponse, Message};
+pub use publish_headers::RetryPolicy;
 pub use service::Service;
 pub use signing::{SIGNATURE_LIFETIME_SECS, SigningKeys, new_key, sign_delivery};
 pub use write::{PendingWrite, Prepared, Reply};

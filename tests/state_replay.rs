@@ -17,7 +17,7 @@ use flowvec::state::{Applied, Command, LogEntry, StateError, StateMachine};
 use flowvec::vector::{
     Delete, Fetch, IndexConfig, IndexInfo, MetadataUpdateMode, Metric, Query, Range, Update, Vector,
 };
-use flowvec::wire::{Message, SigningKeys, new_key};
+use flowvec::wire::{DeliveryResponse, Message, SigningKeys, new_key};
 use proptest::prelude::*;
 use proptest::sample::Index as Cut;
 use proptest::test_runner::{FileFailurePersistence, RngSeed, TestCaseError};
@@ -127,6 +127,30 @@ enum Op {
         limits: Option<u8>,
         body: u8,
     },
+    /// A publish with delivery options: retries 0..=2, a delay (ms), callbacks.
+    PublishWith {
+        key: Option<u8>,
+        body: u8,
+        retries: u8,
+        delay_ms: u16,
+        callbacks: bool,
+    },
+    /// A failed attempt of a picked message, to be retried after `backoff_ms`.
+    Fail {
+        pick: Pick,
+        status: u16,
+        backoff_ms: u16,
+    },
+    /// A successful attempt reported with its response (a callback may be published).
+    CompleteWithResponse(Pick),
+    CancelPending(Option<u8>),
+    CancelMany(Vec<Pick>),
+    /// Delete dead letters by position in the queue (or a bogus id).
+    DeleteDeadLetters(Vec<u8>),
+    RetryDeadLetter {
+        at: u8,
+        retries: Option<u8>,
+    },
     Pause(u8),
     Resume(u8),
     Pin {
@@ -221,6 +245,8 @@ fn publish() -> impl Strategy<Value = Op> {
         // A key without limits, limits without a key: refused.
         1 => (key(), any::<u8>()).prop_map(|(k, body)| Op::Publish { key: Some(k), limits: None, body }),
         1 => (limits, any::<u8>()).prop_map(|(l, body)| Op::Publish { key: None, limits: Some(l), body }),
+        4 => (prop::option::of(key()), any::<u8>(), 0u8..3, prop_oneof![2 => Just(0u16), 1 => 1u16..3000], any::<bool>())
+            .prop_map(|(key, body, retries, delay_ms, callbacks)| Op::PublishWith { key, body, retries, delay_ms, callbacks }),
     ]
 }
 
@@ -254,6 +280,13 @@ fn op() -> impl Strategy<Value = Op> {
         3 => pick(false).prop_map(Op::Requeue),
         1 => Just(Op::RequeueAllActive),
         2 => pick(true).prop_map(Op::Cancel),
+        5 => (pick(false), prop_oneof![Just(0u16), Just(500u16), Just(404u16)], 0u16..2500)
+            .prop_map(|(pick, status, backoff_ms)| Op::Fail { pick, status, backoff_ms }),
+        2 => pick(false).prop_map(Op::CompleteWithResponse),
+        1 => prop::option::of(key()).prop_map(Op::CancelPending),
+        1 => prop::collection::vec(pick(true), 0..4).prop_map(Op::CancelMany),
+        1 => prop::collection::vec(any::<u8>(), 0..3).prop_map(Op::DeleteDeadLetters),
+        2 => (any::<u8>(), prop::option::of(0u8..3)).prop_map(|(at, retries)| Op::RetryDeadLetter { at, retries }),
         // Management.
         2 => (0..EMAILS.len() as u8).prop_map(|email| Op::CreateAccount { email }),
         2 => (0..DATABASES.len() as u8, 0..EMAILS.len() as u8)
@@ -276,7 +309,24 @@ fn message(body: u8) -> Message {
         method: "POST".into(),
         headers: vec![("Content-Type".into(), "text/plain".into())],
         body: vec![body; usize::from(body % 5)],
+        ..Message::default()
     }
+}
+
+fn response(status: u16, body: u8) -> DeliveryResponse {
+    DeliveryResponse {
+        status,
+        headers: vec![("X-Status".into(), status.to_string())],
+        body: vec![body; 3],
+    }
+}
+
+/// A dlq id issued earlier (by position), or a bogus one.
+fn dead_letter_id(issued: &Issued, at: u8) -> String {
+    if issued.dead_letters.is_empty() || at >= 200 {
+        return format!("{}-{at}", T0);
+    }
+    issued.dead_letters[usize::from(at) % issued.dead_letters.len()].clone()
 }
 
 fn bogus(n: u16) -> MessageId {
@@ -288,6 +338,8 @@ fn bogus(n: u16) -> MessageId {
 /// What the command-making side knows: ids handed out so far and every secret it drew.
 #[derive(Debug, Default)]
 struct Issued {
+    /// dlq ids handed out by failures (some deleted or retried since).
+    dead_letters: Vec<String>,
     dispatched: Vec<MessageId>,
     published: Vec<MessageId>,
     /// `(email, key)` of every key whose hash went into a command.
@@ -403,7 +455,7 @@ fn make(op: &Op, now: Timestamp, issued: &mut Issued) -> (Command, Pending) {
                     .parse::<Limits>()
                     .expect("valid limits")
             }),
-            message: message(*body),
+            message: Box::new(message(*body)),
         },
         Op::Pause(k) => Command::Pause { key: key(k) },
         Op::Resume(k) => Command::Resume { key: key(k) },
@@ -440,6 +492,54 @@ fn make(op: &Op, now: Timestamp, issued: &mut Issued) -> (Command, Pending) {
         },
         Op::Complete(p) => Command::Complete {
             id: pick_id(p, issued),
+            response: None,
+        },
+        Op::CompleteWithResponse(p) => Command::Complete {
+            id: pick_id(p, issued),
+            response: Some(response(200, 7)),
+        },
+        Op::PublishWith {
+            key: k,
+            body,
+            retries,
+            delay_ms,
+            callbacks,
+        } => {
+            let mut message = message(*body);
+            message.retries = u32::from(*retries);
+            message.delay_ms = u64::from(*delay_ms);
+            if *callbacks {
+                message.callback = Some("http://127.0.0.1:9/ok".into());
+                message.callback_headers = vec![("X-Cb".into(), "1".into())];
+                message.failure_callback = Some("http://127.0.0.1:9/failed".into());
+            }
+            Command::Publish {
+                key: k.map(|k| key(&k)),
+                limits: None,
+                message: Box::new(message),
+            }
+        }
+        Op::Fail {
+            pick,
+            status,
+            backoff_ms,
+        } => Command::Fail {
+            id: pick_id(pick, issued),
+            response: response(*status, 1),
+            retry_at: now.add_millis(u64::from(*backoff_ms)),
+        },
+        Op::CancelPending(k) => Command::CancelPending {
+            key: k.map(|k| key(&k)),
+        },
+        Op::CancelMany(picks) => Command::CancelMany {
+            ids: picks.iter().map(|p| pick_id(p, issued)).collect(),
+        },
+        Op::DeleteDeadLetters(at) => Command::DeleteDeadLetters {
+            dlq_ids: at.iter().map(|a| dead_letter_id(issued, *a)).collect(),
+        },
+        Op::RetryDeadLetter { at, retries } => Command::RetryDeadLetter {
+            dlq_id: dead_letter_id(issued, *at),
+            retries: retries.map(u32::from),
         },
         Op::Requeue(p) => Command::Requeue {
             id: pick_id(p, issued),
@@ -524,6 +624,7 @@ fn credit(pending: Pending, outcome: &Outcome, issued: &mut Issued) {
     match outcome {
         Ok(Applied::Published(id)) => issued.published.push(*id),
         Ok(Applied::Dispatched(calls)) => issued.dispatched.extend(calls.iter().map(|c| c.id)),
+        Ok(Applied::DeadLettered(dlq_id)) => issued.dead_letters.push(dlq_id.clone()),
         _ => {}
     }
     if outcome.is_err() {
@@ -668,6 +769,18 @@ fn observe_flow(machine: &StateMachine, now: Timestamp) -> Vec<(String, String)>
     out.push((
         "flow snapshot".into(),
         serde_json::to_string(&flow.snapshot()).expect("plain data"),
+    ));
+    {
+        let engine = flow.lock();
+        let pending = engine.pending(None);
+        out.push(("pending".into(), format!("{pending:?}")));
+        for id in pending {
+            out.push((format!("message {id}"), format!("{:?}", engine.message(id))));
+        }
+    }
+    out.push((
+        "dead letters".into(),
+        format!("{:?}", *machine.dead_letters()),
     ));
     out
 }

@@ -239,7 +239,9 @@ impl Worker {
             eprintln!("committer: {why}");
             for p in pending {
                 if let Some(reply) = p.reply {
-                    let _ = reply.send(Err(Unavailable(why.clone())));
+                    let _ = reply.send(Err(Unavailable(format!(
+                        "{why}; this write's outcome is unknown (it may have reached the disk and reappear after a restart)"
+                    ))));
                 }
             }
             return (false, 0);

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use flowvec::vector::{IndexConfig, IndexKind, Metric};
+use flowvec::wire::RetryPolicy;
 
 /// When the command log reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +16,25 @@ pub(crate) enum Fsync {
     /// When the OS flushes its page cache: a process crash loses nothing (the data is in the
     /// kernel), a machine crash or power loss loses what was not flushed yet.
     Off,
+}
+
+/// The wait before a retry: `base` doubled per retry already made, capped at `max`, of which
+/// a random half to all is waited (jitter spreads retries of messages that failed together).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    pub(crate) base: Duration,
+    pub(crate) max: Duration,
+}
+
+impl Backoff {
+    /// The wait before retry number `retried + 1`, with `unit` a uniform draw in `[0, 1)`.
+    pub(crate) fn delay(&self, retried: u32, unit: f64) -> Duration {
+        let full = self
+            .base
+            .saturating_mul(1u32 << retried.min(30))
+            .min(self.max);
+        full.mul_f64(0.5 + 0.5 * unit.clamp(0.0, 1.0))
+    }
 }
 
 /// Everything the server can be told; each flag also reads an environment variable.
@@ -33,7 +53,8 @@ pub(crate) struct Config {
     pub(crate) global_parallelism: Option<NonZeroU32>,
     pub(crate) admin_email: String,
     pub(crate) admin_api_key: Option<String>,
-    pub(crate) max_attempts: u32,
+    pub(crate) retry_policy: RetryPolicy,
+    pub(crate) backoff: Backoff,
     pub(crate) delivery_timeout: Duration,
 }
 
@@ -131,10 +152,28 @@ const FLAGS: &[Flag] = &[
         help: "its API key (default: generated and printed)",
     },
     Flag {
-        name: "max-attempts",
-        env: "FLOWVEC_MAX_ATTEMPTS",
-        default: "5",
-        help: "delivery attempts on connection failure before a message is dropped",
+        name: "default-retries",
+        env: "FLOWVEC_DEFAULT_RETRIES",
+        default: "3",
+        help: "retries of a failed delivery (non-2xx, timeout, no connection) when publish sends no Upstash-Retries",
+    },
+    Flag {
+        name: "max-retries",
+        env: "FLOWVEC_MAX_RETRIES",
+        default: "20",
+        help: "the largest Upstash-Retries accepted",
+    },
+    Flag {
+        name: "retry-backoff-ms",
+        env: "FLOWVEC_RETRY_BACKOFF_MS",
+        default: "1000",
+        help: "backoff before the first retry; doubles with each retry, with jitter (half to all of it)",
+    },
+    Flag {
+        name: "retry-backoff-max-secs",
+        env: "FLOWVEC_RETRY_BACKOFF_MAX_SECS",
+        default: "86400",
+        help: "the longest backoff",
     },
     Flag {
         name: "delivery-timeout-secs",
@@ -238,7 +277,25 @@ impl Config {
             global_parallelism,
             admin_email: get("admin-email"),
             admin_api_key: (!api_key.is_empty()).then_some(api_key),
-            max_attempts: u32::try_from(number("max-attempts")?.max(1)).unwrap_or(u32::MAX),
+            retry_policy: {
+                let policy = RetryPolicy {
+                    default_retries: u32::try_from(number("default-retries")?)
+                        .map_err(|_| "--default-retries too large".to_owned())?,
+                    max_retries: u32::try_from(number("max-retries")?)
+                        .map_err(|_| "--max-retries too large".to_owned())?,
+                };
+                if policy.default_retries > policy.max_retries {
+                    return Err(format!(
+                        "--default-retries {} is above --max-retries {}",
+                        policy.default_retries, policy.max_retries
+                    ));
+                }
+                policy
+            },
+            backoff: Backoff {
+                base: Duration::from_millis(number("retry-backoff-ms")?.max(1)),
+                max: Duration::from_secs(number("retry-backoff-max-secs")?.max(1)),
+            },
             delivery_timeout: Duration::from_secs(number("delivery-timeout-secs")?.max(1)),
         };
         Ok(Some(config))

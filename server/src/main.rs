@@ -85,7 +85,8 @@ async fn serve(config: Config) -> Result<(), String> {
     let tokens = Tokens::new()
         .with_vector_token(&config.vector_token)
         .with_queue_token(&config.queue_token);
-    let service = Arc::new(Service::from_machine(machine, tokens));
+    let service =
+        Arc::new(Service::from_machine(machine, tokens).with_retry_policy(config.retry_policy));
     let active = service.flow().lock().active_count();
     let global_now = service.flow().lock().config().global_parallelism;
 
@@ -138,14 +139,14 @@ async fn serve(config: Config) -> Result<(), String> {
     }
 
     let client = reqwest::Client::builder()
-        .timeout(config.delivery_timeout)
         .build()
         .map_err(|err| format!("HTTP client: {err}"))?;
     let dispatcher = Dispatcher::new(
         committer.clone(),
         Arc::clone(&service),
         client,
-        config.max_attempts,
+        config.delivery_timeout,
+        config.backoff,
     );
     tokio::spawn(Arc::clone(&dispatcher).run(deliveries_rx));
 

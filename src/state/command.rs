@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::flow::{Dispatch, KeyInfo, Limits, MessageId, Pin, Unpin};
 use crate::management::{ApiKeyHash, Database, DatabaseSecrets};
 use crate::vector::{Delete, Update, Vector};
-use crate::wire::{Message, SigningKeys};
+use crate::wire::{DeliveryResponse, Message, SigningKeys};
 
 /// One change of the engines' state. Applied by [`StateMachine::apply`](super::StateMachine::apply)
 /// with the `now` the host stamped on it; the same commands in the same order with the same
@@ -59,7 +59,7 @@ pub enum Command {
         /// The key's limits (required with a key).
         limits: Option<Limits>,
         /// The message.
-        message: Message,
+        message: Box<Message>,
     },
     /// Pause delivery for a key.
     Pause {
@@ -105,8 +105,23 @@ pub enum Command {
     },
     /// An active call ended (any outcome the host does not retry): the message is done.
     Complete {
-        /// The message.
+        /// The message id.
         id: MessageId,
+        /// What the call got back, when the message has a callback to tell it to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        response: Option<DeliveryResponse>,
+    },
+    /// A delivery attempt of an active call failed (non-2xx, timeout, no response). If the
+    /// message has retries left it is retried at `retry_at` (the host's backoff with jitter,
+    /// held outside its key's waitlist until then), else it goes to the dead letter queue and
+    /// its failure callback, if any, is published.
+    Fail {
+        /// The message id.
+        id: MessageId,
+        /// What the attempt got back.
+        response: DeliveryResponse,
+        /// When to try again, if it may.
+        retry_at: crate::flow::Timestamp,
     },
     /// An active call failed and will be retried: the message waits again at its key's head.
     Requeue {
@@ -120,6 +135,30 @@ pub enum Command {
     Cancel {
         /// The message.
         id: MessageId,
+    },
+    /// Cancels every waiting or delayed message, of `key` only if given.
+    CancelPending {
+        /// The flow-control key (`None`: every message).
+        key: Option<String>,
+    },
+    /// Cancels the listed messages that are waiting or delayed; the others are left alone.
+    CancelMany {
+        /// The message ids.
+        ids: Vec<MessageId>,
+    },
+    /// Removes entries from the dead letter queue (unknown ids are skipped).
+    DeleteDeadLetters {
+        /// The dlq ids.
+        dlq_ids: Vec<String>,
+    },
+    /// Publishes a dead letter queue entry's message again (same destination, body,
+    /// headers, key; retries from 0) and removes the entry.
+    RetryDeadLetter {
+        /// The dlq id.
+        dlq_id: String,
+        /// A retry count replacing the message's own (`Upstash-Retries` on the request).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retries: Option<u32>,
     },
     /// Set the queue's signing keys (a host's first start draws them).
     SetSigningKeys {
@@ -170,8 +209,10 @@ impl Command {
                 | Self::ResetRate { .. }
                 | Self::SetGlobalParallelism { .. }
                 | Self::Complete { .. }
+                | Self::Fail { .. }
                 | Self::Requeue { .. }
                 | Self::RequeueAllActive
+                | Self::RetryDeadLetter { .. }
         )
     }
 
@@ -197,6 +238,11 @@ impl Command {
             Self::Requeue { .. } => "requeue",
             Self::RequeueAllActive => "requeue-all-active",
             Self::Cancel { .. } => "cancel",
+            Self::CancelPending { .. } => "cancel-pending",
+            Self::CancelMany { .. } => "cancel-many",
+            Self::Fail { .. } => "fail",
+            Self::DeleteDeadLetters { .. } => "delete-dead-letters",
+            Self::RetryDeadLetter { .. } => "retry-dead-letter",
             Self::SetSigningKeys { .. } => "set-signing-keys",
             Self::RotateSigningKeys { .. } => "rotate-signing-keys",
             Self::CreateAccount { .. } => "create-account",
@@ -227,6 +273,12 @@ pub enum Applied {
     Requeued(usize),
     /// `Cancel`: whether a waiting message was removed.
     Cancelled(bool),
+    /// `CancelPending` / `CancelMany`: how many messages were cancelled.
+    CancelledMany(usize),
+    /// `Fail`: retried at the given time.
+    Retrying(crate::flow::Timestamp),
+    /// `Fail`: out of retries, now in the dead letter queue under this id.
+    DeadLettered(String),
     /// `SetSigningKeys` / `RotateSigningKeys`: the keys afterwards.
     SigningKeys(SigningKeys),
 }

@@ -20,6 +20,12 @@ pub enum ApplyError {
     /// The management registry or accounts refused it.
     #[error(transparent)]
     Management(#[from] ManagementError),
+    /// No dead letter queue entry has this id.
+    #[error("no message with dlqId {dlq_id:?} in the dead letter queue")]
+    UnknownDeadLetter {
+        /// The id asked for.
+        dlq_id: String,
+    },
 }
 
 /// Bytes that are not a valid [`LogEntry`](super::LogEntry) or state image, or an image whose

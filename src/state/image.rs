@@ -8,7 +8,8 @@
 //!   3 FLOW      `FlowSnapshot<Message>` as JSON (active calls kept active)
 //!   4 REGISTRY  `RegistrySnapshot` as JSON (password hashes only)
 //!   5 ACCOUNTS  `AccountsSnapshot` as JSON (key hashes only)
-//!   6 QUEUE     the queue's settings as JSON (signing keys); optional when reading, so
+//!   6 QUEUE     the queue's state beside the engine as JSON (signing keys, dead letter
+//!               queue); optional when reading, so
 //!               images written before it existed still load
 //!   255 END     empty; nothing may follow
 //! ```
@@ -41,6 +42,8 @@ const END: u8 = 255;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct QueueSettings {
     signing_keys: Option<crate::wire::SigningKeys>,
+    #[serde(default)]
+    dead_letters: super::DeadLetters,
 }
 /// Tag, length and checksum.
 const HEADER: usize = 1 + 8 + 4;
@@ -64,6 +67,7 @@ impl StateMachine {
         let accounts = json(&self.accounts().snapshot())?;
         let queue = json(&QueueSettings {
             signing_keys: self.signing_keys(),
+            dead_letters: self.dead_letters().clone(),
         })?;
         w.write_all(MAGIC)?;
         for (tag, payload) in SECTIONS.iter().map(|s| s.0).zip([
@@ -104,7 +108,10 @@ impl StateMachine {
             parts.push(payload);
             at = next;
         }
-        let mut queue = QueueSettings { signing_keys: None };
+        let mut queue = QueueSettings {
+            signing_keys: None,
+            dead_letters: super::DeadLetters::default(),
+        };
         if bytes.get(at) == Some(&QUEUE) {
             let (payload, next) = read_section(&bytes, at, QUEUE, "QUEUE")?;
             queue = from_json(payload, "QUEUE")?;
@@ -133,6 +140,7 @@ impl StateMachine {
             accounts,
         );
         machine.set_signing_keys(queue.signing_keys);
+        machine.set_dead_letters(queue.dead_letters);
         Ok((machine, meta.to_vec()))
     }
 }

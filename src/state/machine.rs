@@ -7,9 +7,9 @@ use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
 use crate::management::{Accounts, Registry};
 use crate::vector::{Index, IndexConfig, VectorError};
 use crate::wire::{Message, SigningKeys};
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockReadGuard};
 
-use super::{Applied, ApplyError, Command};
+use super::{Applied, ApplyError, Command, DeadLetters};
 
 /// The vector index, the flow-control engine (holding [`Message`]s) and the management
 /// registry and accounts, changed only through [`apply`](Self::apply).
@@ -33,15 +33,16 @@ use super::{Applied, ApplyError, Command};
 ///     method: "POST".into(),
 ///     headers: vec![],
 ///     body: b"hi".to_vec(),
+///     ..Message::default()
 /// };
-/// let Applied::Published(id) = machine.apply(Command::Publish { key: None, limits: None, message }, now)? else {
+/// let Applied::Published(id) = machine.apply(Command::Publish { key: None, limits: None, message: Box::new(message) }, now)? else {
 ///     unreachable!()
 /// };
 /// let Applied::Dispatched(calls) = machine.apply(Command::Dispatch { max: 10 }, now)? else {
 ///     unreachable!()
 /// };
 /// assert_eq!(calls[0].id, id);
-/// machine.apply(Command::Complete { id }, now)?;
+/// machine.apply(Command::Complete { id, response: None }, now)?;
 /// assert_eq!(machine.flow().global_info().parallelism_count, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -51,6 +52,7 @@ pub struct StateMachine {
     registry: Arc<Registry>,
     accounts: Arc<Accounts>,
     signing: Arc<RwLock<Option<SigningKeys>>>,
+    pub(super) dead_letters: Arc<RwLock<DeadLetters>>,
 }
 
 impl StateMachine {
@@ -82,6 +84,7 @@ impl StateMachine {
             registry: Arc::new(registry),
             accounts: Arc::new(accounts),
             signing: Arc::new(RwLock::new(None)),
+            dead_letters: Arc::new(RwLock::new(DeadLetters::default())),
         }
     }
 
@@ -89,6 +92,15 @@ impl StateMachine {
     #[must_use]
     pub fn signing_keys(&self) -> Option<SigningKeys> {
         self.signing.read().clone()
+    }
+
+    /// The dead letter queue, for reads.
+    pub fn dead_letters(&self) -> RwLockReadGuard<'_, DeadLetters> {
+        self.dead_letters.read()
+    }
+
+    pub(crate) fn set_dead_letters(&self, dead_letters: DeadLetters) {
+        *self.dead_letters.write() = dead_letters;
     }
 
     pub(crate) fn set_signing_keys(&self, keys: Option<SigningKeys>) {
@@ -166,7 +178,7 @@ impl StateMachine {
                 key,
                 limits,
                 message,
-            } => Applied::Published(flow.publish(key.as_deref(), limits, message, now)?),
+            } => self.publish(key, limits, *message, now)?,
             Command::Pause { key } => {
                 flow.pause(&key, now)?;
                 Applied::Key(flow.key_info(&key, now))
@@ -205,10 +217,12 @@ impl StateMachine {
                 }
                 Applied::Dispatched(calls)
             }
-            Command::Complete { id } => {
-                flow.complete(id, now)?;
-                Applied::Done
-            }
+            Command::Complete { id, response } => self.complete(id, response, now)?,
+            Command::Fail {
+                id,
+                response,
+                retry_at,
+            } => self.fail(id, response, retry_at, now)?,
             Command::Requeue { id } => {
                 flow.requeue(id, now)?;
                 Applied::Done
@@ -218,6 +232,29 @@ impl StateMachine {
                 let mut engine = flow.lock();
                 engine.handle_timeout(now);
                 Applied::Cancelled(engine.cancel(id).is_some())
+            }
+            Command::CancelPending { key } => {
+                let mut engine = flow.lock();
+                engine.handle_timeout(now);
+                let ids = engine.pending(key.as_deref());
+                Self::cancel_many(&mut engine, ids)
+            }
+            Command::CancelMany { ids } => {
+                let mut engine = flow.lock();
+                engine.handle_timeout(now);
+                Self::cancel_many(&mut engine, ids)
+            }
+            Command::DeleteDeadLetters { dlq_ids } => {
+                let mut dead_letters = self.dead_letters.write();
+                Applied::Deleted(
+                    dlq_ids
+                        .iter()
+                        .filter(|id| dead_letters.remove(id).is_some())
+                        .count(),
+                )
+            }
+            Command::RetryDeadLetter { dlq_id, retries } => {
+                self.retry_dead_letter(&dlq_id, retries, now)?
             }
             Command::SetSigningKeys { keys } => {
                 *self.signing.write() = Some(keys.clone());

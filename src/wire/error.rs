@@ -13,8 +13,9 @@ use super::Response;
 /// |---|---|
 /// | 400 | malformed input: JSON, encoding, query parameters, headers, engine validation |
 /// | 401 | [`Unauthorized`](Self::Unauthorized), the management credential errors |
-/// | 404 | [`RouteNotFound`](Self::RouteNotFound), [`KeyNotFound`](Self::KeyNotFound), a missing namespace or database |
+/// | 404 | [`RouteNotFound`](Self::RouteNotFound), [`KeyNotFound`](Self::KeyNotFound), [`MessageNotFound`](Self::MessageNotFound), [`DeadLetterNotFound`](Self::DeadLetterNotFound), a missing namespace or database |
 /// | 405 | [`MethodNotAllowed`](Self::MethodNotAllowed) |
+/// | 409 | [`MessageInFlight`](Self::MessageInFlight), an existing database or account |
 /// | 422 | a vector of the wrong dimension |
 /// | 500 | the OS random number generator failed, [`Internal`](Self::Internal) |
 /// | 503 | the flow-control engine is at capacity, [`Unavailable`](Self::Unavailable) (the host's log failed) |
@@ -122,8 +123,29 @@ pub enum WireError {
         /// The key (shortened if very long).
         key: String,
     },
-    /// The host could not make the write durable (its log failed, or it is shutting down);
-    /// nothing was applied. Retrying later is safe for idempotent writes.
+    /// No message with this id is held: never published, already delivered, cancelled or
+    /// dead-lettered.
+    #[error("message {id:?} not found (unknown, delivered, cancelled or in the dead letter queue)")]
+    MessageNotFound {
+        /// The id (shortened if very long).
+        id: String,
+    },
+    /// The message's call is under way: too late to cancel.
+    #[error("message {id:?} is being delivered right now and cannot be cancelled")]
+    MessageInFlight {
+        /// The id.
+        id: String,
+    },
+    /// No dead letter queue entry has this id.
+    #[error("no message with dlqId {dlq_id:?} in the dead letter queue")]
+    DeadLetterNotFound {
+        /// The id (shortened if very long).
+        dlq_id: String,
+    },
+    /// The host could not make the write durable (its log failed, or it is shutting down).
+    /// It was not applied by this process, but its outcome is unknown: the entry may have
+    /// reached the disk before the failure and then reappears after a restart. Retry only
+    /// writes that are idempotent (upserts, deletes), or check first.
     #[error("service unavailable: {problem}")]
     Unavailable {
         /// What failed.
@@ -153,6 +175,9 @@ impl From<crate::state::ApplyError> for WireError {
             ApplyError::Vector(err) => Self::Vector(err),
             ApplyError::Flow(err) => Self::Flow(err),
             ApplyError::Management(err) => Self::Management(err),
+            ApplyError::UnknownDeadLetter { dlq_id } => Self::DeadLetterNotFound {
+                dlq_id: super::percent::quote(&dlq_id),
+            },
         }
     }
 }
@@ -163,7 +188,11 @@ impl WireError {
     pub fn status(&self) -> u16 {
         match self {
             Self::Unauthorized { .. } => 401,
-            Self::RouteNotFound { .. } | Self::KeyNotFound { .. } => 404,
+            Self::RouteNotFound { .. }
+            | Self::KeyNotFound { .. }
+            | Self::MessageNotFound { .. }
+            | Self::DeadLetterNotFound { .. } => 404,
+            Self::MessageInFlight { .. } => 409,
             Self::MethodNotAllowed { .. } => 405,
             Self::Unavailable { .. } => 503,
             Self::Internal { .. } => 500,

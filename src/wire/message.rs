@@ -1,4 +1,5 @@
-//! [`Message`]: what the queue keeps for each published message until it is delivered.
+//! [`Message`]: what the queue keeps for each published message until it is delivered;
+//! [`DeliveryResponse`]: what a delivery attempt got back, as the host reports it.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -17,12 +18,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 ///     method: "POST".into(),
 ///     headers: vec![("Content-Type".into(), "application/json".into())],
 ///     body: b"{\"n\":1}".to_vec(),
+///     retries: 3,
+///     ..Message::default()
 /// };
 /// let json = serde_json::to_string(&m).unwrap();
 /// assert!(json.contains("eyJuIjoxfQ==")); // the body, base64
 /// assert_eq!(serde_json::from_str::<Message>(&json).unwrap(), m);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Message {
     /// The absolute destination URL, with the query string the publisher gave it.
@@ -34,6 +37,76 @@ pub struct Message {
     pub headers: Vec<(String, String)>,
     /// The body bytes, exactly as published.
     #[serde(serialize_with = "to_base64", deserialize_with = "from_base64")]
+    pub body: Vec<u8>,
+    /// How many times a failed delivery is retried (`Upstash-Retries`); after that many
+    /// retries fail too, the message goes to the dead letter queue.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// How many retries were made so far (sent as `Upstash-Retried`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u32,
+    /// Delay from publication (`Upstash-Delay`), ms; the state machine turns it into
+    /// [`not_before`](Self::not_before) with the publish command's `now`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub delay_ms: u64,
+    /// Not delivered before this Unix time, ms (`Upstash-Not-Before`, or publication plus the
+    /// delay); 0 for at once.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub not_before: u64,
+    /// Publication time, Unix ms (set by the state machine).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub created_at: u64,
+    /// Per-attempt timeout (`Upstash-Timeout`), ms; `None` for the host's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Called after a successful delivery (`Upstash-Callback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback: Option<String>,
+    /// Headers of the callback call (`Upstash-Callback-<Name>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub callback_headers: Vec<(String, String)>,
+    /// Called after the last failed attempt (`Upstash-Failure-Callback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_callback: Option<String>,
+    /// Headers of the failure callback call (`Upstash-Failure-Callback-<Name>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failure_callback_headers: Vec<(String, String)>,
+    /// The flow-control key it was published with (set by the state machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_control_key: Option<String>,
+    /// The flow-control limits it was published with (set by the state machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_control: Option<crate::flow::Limits>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What one delivery attempt got back: the status (0 when no response came: refused,
+/// reset, timed out), the response headers and body (bounded by the host). The host reports
+/// it with [`Command::Complete`](crate::state::Command::Complete) or
+/// [`Command::Fail`](crate::state::Command::Fail); callbacks and the dead letter queue show it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeliveryResponse {
+    /// The HTTP status, 0 without a response.
+    pub status: u16,
+    /// The response headers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+    /// The response body (or the transport error's text when there was no response).
+    #[serde(
+        default,
+        serialize_with = "to_base64",
+        deserialize_with = "from_base64"
+    )]
     pub body: Vec<u8>,
 }
 

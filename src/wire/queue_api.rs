@@ -20,7 +20,11 @@ const FORWARD_PREFIX: &str = "upstash-forward-";
 
 /// `POST /v2/publish/{destination}`: the command that queues the body for delivery; answered
 /// 201 `{"messageId": "..."}` once applied.
-pub(crate) fn publish(req: &Request, destination: &str) -> Result<Prepared, WireError> {
+pub(crate) fn publish(
+    req: &Request,
+    destination: &str,
+    policy: super::RetryPolicy,
+) -> Result<Prepared, WireError> {
     let destination = destination_url(destination, &req.query)?;
     let key = one_of(req, KEY_HEADERS)?;
     let limits = one_of(req, VALUE_HEADERS)?
@@ -29,17 +33,19 @@ pub(crate) fn publish(req: &Request, destination: &str) -> Result<Prepared, Wire
     if let Some(key) = key {
         validate_key(key)?;
     }
-    let message = Message {
+    let mut message = Message {
         destination,
         method: delivery_method(req)?,
         headers: forwarded_headers(req),
         body: req.body.clone(),
+        ..Message::default()
     };
+    super::publish_headers::apply(req, policy, &mut message)?;
     Ok(write(
         Command::Publish {
             key: key.map(str::to_owned),
             limits,
-            message,
+            message: Box::new(message),
         },
         ReplyKind::Published,
     ))

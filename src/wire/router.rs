@@ -52,6 +52,16 @@ pub(crate) enum Route {
     RotateSigningKeys,
     /// `POST /v2/redis/reset-password/{id}`
     ResetPassword { id: String },
+    /// `/v2/messages/{id}`: GET or DELETE one message.
+    Message { id: String },
+    /// `/v2/messages`: DELETE (cancel many).
+    Messages,
+    /// `/v2/dlq`: GET (list) or DELETE (delete many).
+    DeadLetters,
+    /// `/v2/dlq/{dlqId}`: GET or DELETE one entry.
+    DeadLetter { dlq_id: String },
+    /// `/v2/dlq/retry/{dlqId}`: POST.
+    RetryDeadLetter { dlq_id: String },
 }
 
 /// How a route authenticates.
@@ -129,6 +139,21 @@ impl Route {
         if rest == "keys/rotate" {
             return Some(Ok(Self::RotateSigningKeys));
         }
+        if rest == "messages" || rest == "messages/" {
+            return Some(Ok(Self::Messages));
+        }
+        if let Some(id) = rest.strip_prefix("messages/") {
+            return Some(decode(id, false, "message id").map(|id| Self::Message { id }));
+        }
+        if rest == "dlq" || rest == "dlq/" {
+            return Some(Ok(Self::DeadLetters));
+        }
+        if let Some(id) = rest.strip_prefix("dlq/retry/") {
+            return Some(decode(id, false, "dlqId").map(|dlq_id| Self::RetryDeadLetter { dlq_id }));
+        }
+        if let Some(id) = rest.strip_prefix("dlq/") {
+            return Some(decode(id, false, "dlqId").map(|dlq_id| Self::DeadLetter { dlq_id }));
+        }
         if let Some(id) = rest.strip_prefix("redis/reset-password/") {
             return Some(decode(id, false, "database id").map(|id| Self::ResetPassword { id }));
         }
@@ -170,7 +195,10 @@ impl Route {
             | Self::Publish { .. }
             | Self::FlowOp { .. }
             | Self::RotateSigningKeys
+            | Self::RetryDeadLetter { .. }
             | Self::ResetPassword { .. } => "POST",
+            Self::Message { .. } | Self::DeadLetters | Self::DeadLetter { .. } => "GET, DELETE",
+            Self::Messages => "DELETE",
             Self::FlowList | Self::FlowKey { .. } | Self::GlobalParallelism | Self::SigningKeys => {
                 "GET"
             }
@@ -204,7 +232,12 @@ impl Route {
             | Self::FlowOp { .. }
             | Self::GlobalParallelism
             | Self::SigningKeys
-            | Self::RotateSigningKeys => Auth::Bearer(Api::Queue),
+            | Self::RotateSigningKeys
+            | Self::Message { .. }
+            | Self::Messages
+            | Self::DeadLetters
+            | Self::DeadLetter { .. }
+            | Self::RetryDeadLetter { .. } => Auth::Bearer(Api::Queue),
             Self::ResetPassword { .. } => Auth::Basic,
         }
     }

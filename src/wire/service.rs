@@ -9,8 +9,8 @@ use crate::state::StateMachine;
 use crate::vector::Index;
 
 use super::router::{Auth, Route};
-use super::{Message, Prepared, Request, Response, Tokens, WireError};
-use super::{management_api, queue_api, vector_api};
+use super::{Message, Method, Prepared, Request, Response, RetryPolicy, Tokens, WireError};
+use super::{dlq_api, management_api, messages_api, queue_api, vector_api};
 
 /// The platform's HTTP contract (DESIGN §4) over the engines, without I/O: a host turns each
 /// HTTP request into a [`Request`], calls [`handle`](Self::handle) with the current time and
@@ -57,6 +57,7 @@ use super::{management_api, queue_api, vector_api};
 pub struct Service {
     machine: StateMachine,
     tokens: Tokens,
+    retry_policy: RetryPolicy,
 }
 
 impl Service {
@@ -78,7 +79,19 @@ impl Service {
     /// A service over the engines of `machine` (e.g. one rebuilt from an image and a log).
     #[must_use]
     pub fn from_machine(machine: StateMachine, tokens: Tokens) -> Self {
-        Self { machine, tokens }
+        Self {
+            machine,
+            tokens,
+            retry_policy: RetryPolicy::default(),
+        }
+    }
+
+    /// The retry count of messages published without `Upstash-Retries`, and the most one
+    /// may ask for (default 3 and 20).
+    #[must_use]
+    pub fn with_retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry_policy = policy;
+        self
     }
 
     /// Uses `flow` as the flow-control engine (e.g. one restored from a snapshot, or one the
@@ -195,13 +208,34 @@ impl Service {
                 feature,
                 path: super::percent::quote(&req.path),
             }),
-            Route::Publish { destination } => queue_api::publish(req, &destination),
+            Route::Publish { destination } => {
+                queue_api::publish(req, &destination, self.retry_policy)
+            }
             Route::FlowList => Ok(answer(queue_api::list(flow, now))),
             Route::FlowKey { key } => queue_api::key_info(flow, &key, now).map(answer),
             Route::FlowOp { key, op } => queue_api::operate(&key, op, &req.query),
             Route::GlobalParallelism => Ok(answer(queue_api::global(flow))),
             Route::SigningKeys => queue_api::signing_keys(self.machine.signing_keys()).map(answer),
             Route::RotateSigningKeys => queue_api::rotate_signing_keys(),
+            Route::Message { id } => match req.method {
+                Method::Delete => messages_api::cancel(flow, &id),
+                _ => messages_api::get(flow, &id).map(answer),
+            },
+            Route::Messages => messages_api::cancel_many(req),
+            Route::DeadLetters => match req.method {
+                Method::Delete => dlq_api::delete_many(req),
+                _ => dlq_api::list(&self.machine.dead_letters(), req).map(answer),
+            },
+            Route::DeadLetter { dlq_id } => match req.method {
+                Method::Delete => dlq_api::delete(&self.machine.dead_letters(), &dlq_id),
+                _ => dlq_api::get(&self.machine.dead_letters(), &dlq_id).map(answer),
+            },
+            Route::RetryDeadLetter { dlq_id } => dlq_api::retry(
+                &self.machine.dead_letters(),
+                &dlq_id,
+                req,
+                self.retry_policy,
+            ),
             Route::ResetPassword { id } => {
                 let account = account.unwrap_or_default();
                 management_api::reset_password(self.registry(), &account, &id)

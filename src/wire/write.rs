@@ -19,7 +19,7 @@ pub enum Prepared {
     Answer(Response),
     /// A state change: write [`PendingWrite::command`] to the log, apply it, answer with
     /// [`Reply::respond`].
-    Write(PendingWrite),
+    Write(Box<PendingWrite>),
 }
 
 /// A checked write request: the [`Command`] to log and apply, and how to answer.
@@ -63,6 +63,14 @@ pub(crate) enum ReplyKind {
     Password(Password),
     /// The signing keys after a rotation.
     SigningKeys,
+    /// `DELETE /v2/messages/{id}`: 200 `{"cancelled": 1}`, 409 if it stopped waiting meanwhile.
+    Cancelled { id: String },
+    /// `{"cancelled": n}`
+    CancelledMany,
+    /// `DELETE /v2/dlq/{dlqId}`: 200 `{"deleted": 1}`, 404 if it went meanwhile.
+    DeadLetterDeleted { dlq_id: String },
+    /// `{"deleted": n}`
+    DeadLettersDeleted,
 }
 
 impl Reply {
@@ -99,6 +107,24 @@ impl Reply {
                 Response::json(200, &record.with_password(&password))
             }
             (ReplyKind::SigningKeys, Applied::SigningKeys(keys)) => Response::json(200, &keys),
+            (ReplyKind::Cancelled { id }, Applied::Cancelled(cancelled)) => {
+                if !cancelled {
+                    return Err(WireError::MessageInFlight { id });
+                }
+                Response::json(200, &json!({ "cancelled": 1 }))
+            }
+            (ReplyKind::CancelledMany, Applied::CancelledMany(n)) => {
+                Response::json(200, &json!({ "cancelled": n }))
+            }
+            (ReplyKind::DeadLetterDeleted { dlq_id }, Applied::Deleted(n)) => {
+                if n == 0 {
+                    return Err(WireError::DeadLetterNotFound { dlq_id });
+                }
+                Response::json(200, &json!({ "deleted": n }))
+            }
+            (ReplyKind::DeadLettersDeleted, Applied::Deleted(n)) => {
+                Response::json(200, &json!({ "deleted": n }))
+            }
             (_, other) => return Err(unexpected(&other)),
         })
     }
@@ -114,16 +140,20 @@ impl fmt::Debug for Reply {
             ReplyKind::KeyInfo { .. } => "KeyInfo",
             ReplyKind::Password(_) => "Password(<redacted>)",
             ReplyKind::SigningKeys => "SigningKeys",
+            ReplyKind::Cancelled { .. } => "Cancelled",
+            ReplyKind::CancelledMany => "CancelledMany",
+            ReplyKind::DeadLetterDeleted { .. } => "DeadLetterDeleted",
+            ReplyKind::DeadLettersDeleted => "DeadLettersDeleted",
         };
         write!(f, "Reply({kind})")
     }
 }
 
 pub(crate) fn write(command: Command, reply: ReplyKind) -> Prepared {
-    Prepared::Write(PendingWrite {
+    Prepared::Write(Box::new(PendingWrite {
         command,
         reply: Reply(reply),
-    })
+    }))
 }
 
 pub(crate) fn result<T: serde::Serialize + ?Sized>(value: &T) -> Response {

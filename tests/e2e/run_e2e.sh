@@ -31,6 +31,7 @@ SERVER_ARGS=(
   --dimension 8
   --metric COSINE
   --data-dir "$STATE_DIR/data"
+  --retry-backoff-ms 50
 )
 # ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,270 @@
+//! The delivery options of a publish request: `Upstash-Retries`, `Upstash-Delay`,
+//! `Upstash-Not-Before`, `Upstash-Timeout`, `Upstash-Callback` and `Upstash-Failure-Callback`
+//! with their `-<Name>` headers. Each bad value is a 400 naming the header and what it takes.
+
+use super::percent::quote;
+use super::{Message, Request, WireError};
+
+/// The server's retry settings: the count a message gets without `Upstash-Retries`, and the
+/// most it may ask for.
+///
+/// # Examples
+/// ```
+/// use flowvec::wire::RetryPolicy;
+/// let policy = RetryPolicy::default();
+/// assert_eq!((policy.default_retries, policy.max_retries), (3, 20));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries of a message published without `Upstash-Retries`.
+    pub default_retries: u32,
+    /// The largest `Upstash-Retries` accepted.
+    pub max_retries: u32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            default_retries: 3,
+            max_retries: 20,
+        }
+    }
+}
+
+/// Fills `message`'s delivery options from the request's headers.
+pub(crate) fn apply(
+    req: &Request,
+    policy: RetryPolicy,
+    message: &mut Message,
+) -> Result<(), WireError> {
+    if req.header("Upstash-Retry-Delay").is_some() {
+        return Err(WireError::BadHeader {
+            name: "Upstash-Retry-Delay",
+            problem: "retry delay expressions are not supported by this server; it retries with exponential backoff and jitter".to_owned(),
+        });
+    }
+    message.retries = match req.header("Upstash-Retries") {
+        Some(value) => retries(value, policy.max_retries, "Upstash-Retries")?,
+        None => policy.default_retries,
+    };
+    if let Some(value) = req.header("Upstash-Delay") {
+        message.delay_ms = duration_ms(value, "Upstash-Delay")?;
+    }
+    if let Some(value) = req.header("Upstash-Not-Before") {
+        let secs = value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s <= u64::MAX / 1000)
+            .ok_or_else(|| WireError::BadHeader {
+                name: "Upstash-Not-Before",
+                problem: format!(
+                    "{:?} is not a Unix time in seconds (a non-negative integer)",
+                    quote(value)
+                ),
+            })?;
+        // It overrides Upstash-Delay, as in the reference.
+        message.not_before = secs * 1000;
+        message.delay_ms = 0;
+    }
+    if let Some(value) = req.header("Upstash-Timeout") {
+        let ms = duration_ms(value, "Upstash-Timeout")?;
+        if ms == 0 {
+            return Err(WireError::BadHeader {
+                name: "Upstash-Timeout",
+                problem: "a timeout must be longer than 0".to_owned(),
+            });
+        }
+        message.timeout_ms = Some(ms);
+    }
+    message.callback = callback_url(req, "Upstash-Callback")?;
+    message.failure_callback = callback_url(req, "Upstash-Failure-Callback")?;
+    message.callback_headers = prefixed(req, "upstash-callback-");
+    message.failure_callback_headers = prefixed(req, "upstash-failure-callback-");
+    Ok(())
+}
+
+/// A retry count from 0 to `max`.
+pub(crate) fn retries(value: &str, max: u32, name: &'static str) -> Result<u32, WireError> {
+    value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| WireError::BadHeader {
+            name,
+            problem: format!("{:?} is not an integer from 0 to {max}", quote(value)),
+        })
+}
+
+/// A duration: a sequence of numbers with units `ms`, `s`, `m`, `h`, `d` (`1500ms`, `10s`,
+/// `1m30s`, `2h`, `1d`), or a bare number of seconds.
+fn duration_ms(value: &str, name: &'static str) -> Result<u64, WireError> {
+    let bad = || WireError::BadHeader {
+        name,
+        problem: format!(
+            "{:?} is not a duration; expected a non-negative number with a unit (ms, s, m, h, d), e.g. 10s, 1500ms or 1m30s",
+            quote(value)
+        ),
+    };
+    let text = value.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        let secs: u64 = text.parse().map_err(|_| bad())?;
+        return secs.checked_mul(1000).ok_or_else(bad);
+    }
+    let mut total: u64 = 0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let scale = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total = number
+            .checked_mul(scale)
+            .and_then(|ms| total.checked_add(ms))
+            .ok_or_else(bad)?;
+    }
+    Ok(total)
+}
+
+/// A callback URL header: absolute http(s), or absent.
+fn callback_url(req: &Request, name: &'static str) -> Result<Option<String>, WireError> {
+    let Some(value) = req.header(name) else {
+        return Ok(None);
+    };
+    let url = value.trim();
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let host = rest.map_or("", |r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(WireError::BadHeader {
+            name,
+            problem: format!(
+                "{:?} is not an absolute http:// or https:// URL",
+                quote(value)
+            ),
+        });
+    }
+    Ok(Some(url.to_owned()))
+}
+
+/// `<prefix><Name>: v` headers as `<Name>: v`.
+fn prefixed(req: &Request, prefix: &str) -> Vec<(String, String)> {
+    req.headers
+        .iter()
+        .filter_map(|(name, value)| {
+            let head = name.get(..prefix.len())?;
+            let rest = &name[prefix.len()..];
+            (head.eq_ignore_ascii_case(prefix) && !rest.is_empty())
+                .then(|| (rest.to_owned(), value.clone()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Method;
+
+    fn with(headers: &[(&str, &str)]) -> Result<Message, WireError> {
+        let mut req = Request::new(Method::Post, "/v2/publish/http://h/");
+        for (name, value) in headers {
+            req = req.with_header(*name, *value);
+        }
+        let mut message = Message::default();
+        apply(&req, RetryPolicy::default(), &mut message).map(|()| message)
+    }
+
+    #[test]
+    fn durations() {
+        for (text, ms) in [
+            ("10s", 10_000),
+            ("1500ms", 1_500),
+            ("2m", 120_000),
+            ("1h", 3_600_000),
+            ("1d", 86_400_000),
+            ("1m30s", 90_000),
+            ("7", 7_000),
+            ("0s", 0),
+        ] {
+            assert_eq!(duration_ms(text, "X").unwrap(), ms, "{text}");
+        }
+        for bad in [
+            "",
+            "-1s",
+            "1x",
+            "s",
+            "1.5s",
+            "10 s",
+            "99999999999999999999d",
+        ] {
+            assert!(duration_ms(bad, "X").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn options_and_their_errors() {
+        let m = with(&[
+            ("Upstash-Retries", "5"),
+            ("Upstash-Delay", "2s"),
+            ("Upstash-Callback", "http://cb/ok"),
+            ("Upstash-Callback-X-A", "1"),
+            ("Upstash-Failure-Callback", "https://cb/fail"),
+            ("Upstash-Failure-Callback-X-B", "2"),
+            ("Upstash-Timeout", "3s"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (m.retries, m.delay_ms, m.timeout_ms),
+            (5, 2_000, Some(3_000))
+        );
+        assert_eq!(m.callback.as_deref(), Some("http://cb/ok"));
+        assert_eq!(m.callback_headers, vec![("X-A".into(), "1".into())]);
+        assert_eq!(m.failure_callback_headers, vec![("X-B".into(), "2".into())]);
+        assert_eq!(with(&[]).unwrap().retries, 3, "the default");
+
+        let m = with(&[
+            ("Upstash-Delay", "2s"),
+            ("Upstash-Not-Before", "1700000000"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (m.delay_ms, m.not_before),
+            (0, 1_700_000_000_000),
+            "not-before wins"
+        );
+
+        for (name, value) in [
+            ("Upstash-Retries", "21"),
+            ("Upstash-Retries", "-1"),
+            ("Upstash-Retries", "two"),
+            ("Upstash-Delay", "-5s"),
+            ("Upstash-Not-Before", "soon"),
+            ("Upstash-Not-Before", "-1"),
+            ("Upstash-Timeout", "0s"),
+            ("Upstash-Callback", "cb/ok"),
+            ("Upstash-Failure-Callback", "ftp://x"),
+            ("Upstash-Retry-Delay", "pow(2, retried)"),
+        ] {
+            let err = with(&[(name, value)]).unwrap_err();
+            assert_eq!(err.status(), 400, "{name}: {value}");
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+}
