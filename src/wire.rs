@@ -10,7 +10,7 @@
 //! | API | routes | auth |
 //! |---|---|---|
 //! | vector | `/upsert`, `/update`, `/query`, `/fetch`, `/delete`, `/range`, `/reset` (`?all`), `/delete-namespace`, each with an optional `/{namespace}`; `/info`, `/list-namespaces`. POST everywhere; also GET for info/list, DELETE for deletions | Bearer |
-//! | queue | `POST /v2/publish/{destination}`, `GET /v2/flowControl`, `GET /v2/flowControl/{key}`, `POST /v2/flowControl/{key}/pause\|resume\|pin\|unpin\|resetRate`, `GET /v2/globalParallelism` | Bearer |
+//! | queue | `POST /v2/publish/{destination}`, `GET /v2/flowControl`, `GET /v2/flowControl/{key}`, `POST /v2/flowControl/{key}/pause\|resume\|pin\|unpin\|resetRate`, `GET /v2/globalParallelism`, `GET /v2/keys`, `POST /v2/keys/rotate`, `GET\|DELETE /v2/messages/{id}`, `DELETE /v2/messages`, `GET\|DELETE /v2/dlq`, `GET\|DELETE /v2/dlq/{dlqId}`, `POST /v2/dlq/retry/{dlqId}` | Bearer |
 //! | management | `POST /v2/redis/reset-password/{id}` | Basic |
 //!
 //! Vector answers are `{"result": …}`; queue and management answers are the bare objects the
@@ -23,8 +23,10 @@
 //! # Layout
 //! `http.rs` [`Request`]/[`Response`]/[`Method`]; `percent.rs` decoding; `router.rs` path →
 //! route, allowed methods, auth kind; `auth.rs` [`Tokens`]; `error.rs` [`WireError`] and the
-//! envelope; `vector_api.rs`, `queue_api.rs`, `management_api.rs` the handlers;
-//! `message.rs` the queued [`Message`]; `service.rs` [`Service`] ties them together.
+//! envelope; `vector_api.rs`, `queue_api.rs`, `messages_api.rs`, `dlq_api.rs`,
+//! `management_api.rs` the handlers; `publish_headers.rs` the delivery options of a publish
+//! ([`RetryPolicy`]); `message.rs` the queued [`Message`] and a [`DeliveryResponse`];
+//! `signing.rs` the signing keys; `service.rs` [`Service`] ties them together.
 
 mod auth;
 mod dlq_api;
