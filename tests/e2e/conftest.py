@@ -8,20 +8,31 @@ The server is started by `run_e2e.sh` (or by hand); these tests only talk to it.
   `test_queue_sdk.py`).
 
 Nothing is skipped: if the server does not answer, every test errors with a message saying so.
+
+Also shared by the test modules (import them with `from conftest import ...`): `wait_until`,
+`fixed_windows` (rate windows from arrival times), `raw_request` (plain urllib, for routes and
+checks the SDK does not cover, e.g. no `Authorization` header at all), `sdk_error` (status and
+JSON body of a `QStashError`) and `Reply` (a scripted answer of the destination).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Optional
 
 import pytest
 from qstash import QStash
+from qstash.errors import QStashError, SignatureError
 from upstash_vector import Index
 
 DEFAULT_URL = "http://127.0.0.1:8787"
@@ -92,6 +103,21 @@ class Arrival:
     body: bytes
     start: float
     end: float = 0.0
+    #: 0-based index of this call among the calls to the same `group`/`seq` URL.
+    attempt: int = 0
+    #: Status the destination answered (0 while the call is held).
+    status: int = 0
+    #: Why the group's `Receiver` refused the signature (the call was answered 401), else None.
+    verify_error: Optional[str] = None
+
+
+@dataclass
+class Reply:
+    """A scripted answer of the destination (see `Destination.script`)."""
+
+    status: int = 200
+    body: bytes = b"ok"
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -110,12 +136,24 @@ class Destination:
     `hold_ms` milliseconds, then answers 200. Concurrency is tracked per group: the active count
     is decremented *before* the response is written, so the server under test cannot have seen
     the completion (and dispatched the next message) while the count is still high.
+
+    Optional behaviour, set by the tests:
+    - `script(group, seq, [Reply, ...])`: the n-th call to that URL gets the n-th `Reply`, calls
+      after the list get `200 ok`;
+    - `gate(group, seq)`: calls to that URL wait (after being recorded as arrived and active)
+      until the returned `threading.Event` is set (at most 30 s);
+    - `verify(group, receiver)`: every call of the group is checked with
+      `receiver.verify(signature=Upstash-Signature, body=..., url=<the URL called>)` (a
+      `qstash.Receiver`); a refusal is recorded in `Arrival.verify_error` and answered 401.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._groups: dict[str, Group] = {}
+        self._scripts: dict[tuple[str, str], list[Reply]] = {}
+        self._gates: dict[tuple[str, str], threading.Event] = {}
+        self._verifiers: dict[str, Any] = {}
         dest = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -127,7 +165,7 @@ class Destination:
                 parsed = urllib.parse.urlsplit(self.path)
                 parts = parsed.path.strip("/").split("/")
                 if len(parts) != 4 or parts[0] != "d":
-                    self._answer(404)
+                    self._answer(Reply(404, b"no such path"))
                     return
                 _, group, hold_ms, seq = parts
                 arrival = Arrival(
@@ -141,9 +179,18 @@ class Destination:
                     start=start,
                 )
                 dest._begin(arrival)
+                refusal = dest._check_signature(arrival)
+                if refusal is not None:
+                    dest._end(arrival, 401)
+                    self._answer(Reply(401, refusal.encode()))
+                    return
+                gate = dest._gates.get((group, seq))
+                if gate is not None:
+                    gate.wait(timeout=30)
                 time.sleep(int(hold_ms) / 1000.0)
-                dest._end(arrival)
-                self._answer(200)
+                reply = dest._reply_for(arrival)
+                dest._end(arrival, reply.status)
+                self._answer(reply)
 
             def _read_body(self) -> bytes:
                 if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -159,13 +206,18 @@ class Destination:
                 length = int(self.headers.get("Content-Length") or 0)
                 return self.rfile.read(length) if length else b""
 
-            def _answer(self, status: int) -> None:
-                payload = b"ok"
-                self.send_response(status)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+            def _answer(self, reply: Reply) -> None:
+                try:
+                    self.send_response(reply.status)
+                    headers = {"Content-Type": "text/plain", **reply.headers}
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except OSError:
+                    # The caller gave up (its per-attempt timeout): nobody reads the answer.
+                    self.close_connection = True
 
             do_POST = do_PUT = do_GET = do_PATCH = do_DELETE = _handle
 
@@ -181,20 +233,66 @@ class Destination:
     def _begin(self, arrival: Arrival) -> None:
         with self._cond:
             g = self._groups.setdefault(arrival.group, Group())
+            arrival.attempt = sum(1 for a in g.arrivals if a.seq == arrival.seq)
             g.arrivals.append(arrival)
             g.active += 1
             g.max_active = max(g.max_active, g.active)
             self._cond.notify_all()
 
-    def _end(self, arrival: Arrival) -> None:
+    def _end(self, arrival: Arrival, status: int = 200) -> None:
         with self._cond:
             g = self._groups[arrival.group]
             g.active -= 1
+            arrival.status = status
             arrival.end = time.monotonic()
             self._cond.notify_all()
 
+    def _check_signature(self, arrival: Arrival) -> Optional[str]:
+        receiver = self._verifiers.get(arrival.group)
+        if receiver is None:
+            return None
+        url = self.url + arrival.path + (f"?{arrival.query}" if arrival.query else "")
+        try:
+            receiver.verify(
+                signature=arrival.headers.get("upstash-signature", ""),
+                body=arrival.body.decode(),
+                url=url,
+            )
+        except (SignatureError, UnicodeDecodeError) as exc:
+            with self._cond:
+                arrival.verify_error = f"{type(exc).__name__}: {exc}"
+            return arrival.verify_error
+        return None
+
+    def _reply_for(self, arrival: Arrival) -> Reply:
+        replies = self._scripts.get((arrival.group, arrival.seq), [])
+        return replies[arrival.attempt] if arrival.attempt < len(replies) else Reply()
+
     def target(self, group: str, seq: object, hold_ms: int = 0) -> str:
         return f"{self.url}/d/{group}/{hold_ms}/{seq}"
+
+    def script(self, group: str, seq: object, replies: list[Reply]) -> None:
+        """The first calls to `group`/`seq` get `replies` in order (then `200 ok`)."""
+        with self._lock:
+            self._scripts[(group, str(seq))] = list(replies)
+
+    def gate(self, group: str, seq: object) -> threading.Event:
+        """Calls to `group`/`seq` are held until the returned event is set."""
+        event = threading.Event()
+        with self._lock:
+            self._gates[(group, str(seq))] = event
+        return event
+
+    def verify(self, group: str, receiver: Any) -> None:
+        """Check every call of `group` with `receiver` (a `qstash.Receiver`), see the class doc."""
+        with self._lock:
+            self._verifiers[group] = receiver
+
+    def calls(self, group: str, seq: object) -> list[Arrival]:
+        """The calls to `group`/`seq` so far, in arrival order."""
+        with self._lock:
+            g = self._groups.get(group)
+            return [a for a in g.arrivals if a.seq == str(seq)] if g else []
 
     def snapshot(self, group: str) -> Group:
         with self._lock:
@@ -239,3 +337,78 @@ def destination():
 def jitter() -> float:
     """Tolerated delay (s) between the server's dispatch and the destination's arrival stamp."""
     return float(os.environ.get("FLOWVEC_E2E_JITTER_MS", "150")) / 1000.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by the test modules.
+
+
+def wait_until(pred: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    """Poll `pred` until it returns something truthy (returned); fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def fixed_windows(starts: list[float], period: float, jitter: float) -> list[list[float]]:
+    """Group arrival times into the server's fixed rate windows (see `test_queue_sdk.py`).
+
+    Every window gets the earliest start consistent with an arrival latency of at most
+    `jitter`, so the reconstructed windows end no later than the server's."""
+    starts = sorted(starts)
+    windows: list[list[float]] = [[]]
+    begin = starts[0] - jitter
+    for a in starts:
+        if a >= begin + period:
+            windows.append([])
+            begin = max(a - jitter, begin + period)
+        windows[-1].append(a)
+    return windows
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def raw_request(
+    method: str,
+    path: str,
+    *,
+    token: Optional[str] = None,
+    headers: Optional[dict[str, str]] = None,
+    body: Optional[bytes] = None,
+    timeout: float = 10,
+) -> RawResponse:
+    """A plain urllib call to the server (no SDK); `token=None` sends no `Authorization`."""
+    request = urllib.request.Request(server_url() + path, data=body, method=method)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return RawResponse(response.status, dict(response.headers.items()), response.read())
+    except urllib.error.HTTPError as err:
+        return RawResponse(err.code, dict(err.headers.items()), err.read())
+
+
+def sdk_error(exc: QStashError) -> tuple[int, Any]:
+    """Status and JSON body of the SDK's `Request failed with status: N, body: ...` error."""
+    match = re.match(r"Request failed with status: (\d+), body: (.*)\Z", str(exc), re.S)
+    assert match, f"not an HTTP status error of the SDK: {exc!r}"
+    try:
+        body = json.loads(match.group(2))
+    except ValueError:
+        body = match.group(2)
+    return int(match.group(1)), body

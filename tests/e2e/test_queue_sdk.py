@@ -29,6 +29,8 @@ import pytest
 from qstash import QStash
 from qstash.errors import QStashError
 
+from conftest import fixed_windows, wait_until
+
 RUN_ID = f"{int(time.time())}-{os.getpid()}"
 
 
@@ -36,33 +38,9 @@ def key(name: str) -> str:
     return f"e2e-{RUN_ID}-{name}"
 
 
-def fixed_windows(starts: list[float], period: float, jitter: float) -> list[list[float]]:
-    """Group arrival times into the server's fixed rate windows (see module doc)."""
-    starts = sorted(starts)
-    windows: list[list[float]] = [[]]
-    begin = starts[0] - jitter
-    for a in starts:
-        if a >= begin + period:
-            windows.append([])
-            begin = max(a - jitter, begin + period)
-        windows[-1].append(a)
-    return windows
-
-
 def list_flow_control(q: QStash) -> list[dict]:
     """`GET /v2/flowControl`: no SDK method in qstash 3.4.0, so use the SDK's own transport."""
     return q.http.request(path="/v2/flowControl", method="GET")
-
-
-def wait_until(pred, timeout: float, what: str, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 # ---------------------------------------------------------------------------------------------
