@@ -84,6 +84,8 @@ fn expected_output() -> Value {
     let object = value.as_object_mut().expect("object");
     object.remove("password");
     object.remove("cluster_id");
+    // The reference's 2^63 does not fit int64: it is kept as "unlimited", i64::MAX.
+    object.insert("db_request_limit".into(), json!(i64::MAX));
     value
 }
 
@@ -104,7 +106,7 @@ fn reference_record_parses_into_typed_fields() {
     assert_eq!(db.all_members, Some(vec![Region::UsEast1, Region::UsEast2]));
     assert_eq!(db.db_resource_size, ResourceSize::L);
     assert_eq!(db.db_type, StorageEngine::Pebble);
-    assert_eq!(db.db_request_limit, 1 << 63);
+    assert_eq!(db.db_request_limit, i64::MAX);
     assert_eq!(db.db_disk_threshold, 107_374_182_400);
     assert_eq!(db.db_acl_enabled, StringBool::FALSE);
     assert_eq!(db.db_acl_default_user_status, StringBool::TRUE);
@@ -344,6 +346,7 @@ fn optional_fields_may_be_absent_and_are_then_omitted() {
     let object = expected.as_object_mut().expect("object");
     object.remove("password");
     object.remove("cluster_id");
+    object.insert("db_request_limit".into(), json!(i64::MAX));
     assert_eq!(serde_json::to_value(&db).expect("ser"), expected);
 }
 
@@ -379,4 +382,59 @@ fn without_credentials_drops_only_the_rest_tokens() {
     object.remove("rest_token");
     object.remove("read_only_rest_token");
     assert_eq!(out, expected);
+}
+
+/// The password-reset answer for a database made by `Database::new` (the server's seeded
+/// `demo-db`) carries every field of the reference record (less `cluster_id`, not modelled, and
+/// `next_daily_backup_time`, which has no value while daily backups are off), each with the
+/// reference's JSON type, and every integer fits the schema's int64.
+#[test]
+fn seeded_records_reset_answer_has_every_reference_field_and_int64_integers() {
+    use flowvec::management::Registry;
+    let registry = Registry::new();
+    let record = Database::new(
+        "demo-db",
+        "demo",
+        "ann@example.com",
+        Region::UsEast1,
+        1_700_000_000,
+    );
+    registry.insert(record).expect("insert");
+    let (db, password) = registry
+        .reset_password("ann@example.com", "demo-db")
+        .expect("reset");
+    let out = serde_json::to_value(db.with_password(&password)).expect("serialises");
+    let out = out.as_object().expect("object");
+
+    let reference = reference_record();
+    let mut want: Vec<&String> = reference
+        .as_object()
+        .expect("object")
+        .keys()
+        .filter(|k| !["cluster_id", "next_daily_backup_time"].contains(&k.as_str()))
+        .collect();
+    want.sort_unstable();
+    let mut got: Vec<&String> = out.keys().collect();
+    got.sort_unstable();
+    assert_eq!(got, want);
+
+    fn kind(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }
+    }
+    for (name, value) in out {
+        assert_eq!(kind(value), kind(&reference[name]), "{name}: {value}");
+        if let Value::Number(n) = value {
+            assert!(n.is_i64(), "{name} = {n} does not fit int64");
+        }
+    }
+    assert_eq!(out["db_request_limit"], json!(i64::MAX));
+    assert_eq!(out["customer_id"], "ann@example.com");
 }

@@ -111,9 +111,11 @@ pub struct SecurityAddons {
 ///   (`db_eviction`, `last_plan_upgrade_time`, `replicas`, `customer_id`,
 ///   `daily_backup_enabled`, `prod_pack_enabled`, `reserved_per_region_price`,
 ///   `next_daily_backup_time`).
-/// - **Integer widths.** `int64` fields are `i64`; `port` is `u16` (a TCP port);
-///   `db_request_limit` is `u64` because the reference's own examples send
-///   `9223372036854775808` (2^63, one past `i64::MAX`) for "unlimited".
+/// - **Integer widths.** `int64` fields are `i64`; `port` is `u16` (a TCP port). Every integer
+///   written fits the reference schema's `int64`. `db_request_limit` "unlimited" is
+///   `i64::MAX`: the reference's own examples send `9223372036854775808` (2^63, one past
+///   `i64::MAX`), which int64 clients fail to parse, so such input is read and kept as
+///   `i64::MAX` (negative values are rejected).
 /// - **Value sets.** `state`, `type`, `database_type`, `db_resource_size`, `db_type` are closed
 ///   enums (unknown strings are errors); regions are an open set ([`Region`]). The string-booleans
 ///   `db_acl_enabled`, `db_acl_default_user_status`, `prometheus_enabled` are [`StringBool`]:
@@ -199,8 +201,10 @@ pub struct Database {
     pub db_daily_bandwidth_limit: i64,
     /// Max commands per second.
     pub db_max_commands_per_second: i64,
-    /// Total commands allowed (`u64`: the reference sends 2^63 for "unlimited").
-    pub db_request_limit: u64,
+    /// Total commands allowed, `i64::MAX` for "unlimited" (input above it, such as the
+    /// reference's 2^63, is read as `i64::MAX`; negative input is an error).
+    #[serde(deserialize_with = "saturating_request_limit")]
+    pub db_request_limit: i64,
     /// Resource allocation tier.
     pub db_resource_size: ResourceSize,
     /// Storage engine.
@@ -274,6 +278,7 @@ impl Database {
         primary_region: Region,
         creation_time: i64,
     ) -> Self {
+        let owner_email: String = owner_email.into();
         Self {
             database_id: database_id.into(),
             database_name: database_name.into(),
@@ -284,7 +289,7 @@ impl Database {
             creation_time,
             budget: 0,
             state: DatabaseState::Active,
-            user_email: owner_email.into(),
+            user_email: owner_email.clone(),
             endpoint: String::new(),
             tls: true,
             eviction: false,
@@ -304,7 +309,7 @@ impl Database {
             db_memory_threshold: 3_221_225_472,
             db_daily_bandwidth_limit: 53_687_091_200,
             db_max_commands_per_second: 10_000,
-            db_request_limit: 1 << 63,
+            db_request_limit: i64::MAX,
             db_resource_size: ResourceSize::L,
             db_type: StorageEngine::Pebble,
             db_conn_idle_timeout: 21_600_000_000_000,
@@ -318,11 +323,11 @@ impl Database {
             security_addons: SecurityAddons::default(),
             db_eviction: Some(false),
             last_plan_upgrade_time: Some(0),
-            replicas: None,
-            customer_id: None,
+            replicas: Some(1),
+            customer_id: Some(owner_email),
             daily_backup_enabled: Some(false),
             prod_pack_enabled: Some(false),
-            reserved_per_region_price: None,
+            reserved_per_region_price: Some(0),
             next_daily_backup_time: None,
         }
     }
@@ -394,6 +399,27 @@ impl fmt::Debug for DatabaseWithPassword<'_> {
             .field("password", &"<redacted>")
             .finish()
     }
+}
+
+/// `db_request_limit` from a non-negative integer, saturating at `i64::MAX`.
+fn saturating_request_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    struct Limit;
+    impl serde::de::Visitor<'_> for Limit {
+        type Value = i64;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a non-negative integer")
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i64, E> {
+            if v < 0 {
+                return Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self));
+            }
+            Ok(v)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i64, E> {
+            Ok(i64::try_from(v).unwrap_or(i64::MAX))
+        }
+    }
+    d.deserialize_i64(Limit)
 }
 
 #[cfg(test)]
