@@ -133,3 +133,118 @@ fn int8_walk_survives_replacement_and_compaction() {
     let recall = hits as f64 / (10 * current.len().div_ceil(12)) as f64;
     assert!(recall >= 0.95, "recall@10 {recall:.4} after replacements");
 }
+
+/// Cosine rows and queries whose f32 squared norm overflows (or vanishes): huge, tiny
+/// (subnormal) and mixed huge/small components, scaled copies of ordinary rows.
+fn extreme(data: &[Vec<f32>]) -> Vec<Vec<f32>> {
+    let dim = data[0].len();
+    let mut out = Vec::new();
+    let mut axis = vec![0.0f32; dim];
+    axis[0] = 1e38;
+    axis[1] = 1e38;
+    out.push(axis);
+    for (i, v) in data.iter().take(40).enumerate() {
+        let w: Vec<f32> = match i % 4 {
+            0 => v.iter().map(|x| x * 1e38).collect(),
+            1 => v.iter().map(|x| x * 1e-39).collect(),
+            2 => v.iter().map(|x| x * 1e-44).collect(),
+            _ => {
+                let mut w: Vec<f32> = v.iter().map(|x| x * 1e-30).collect();
+                w[i % dim] = 3e38;
+                w
+            }
+        };
+        if w.iter().any(|x| *x != 0.0) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// Every finite cosine vector scores as the f64 oracle says, below the graph threshold (exact
+/// scan) and above it (each graph backend, and the int8 walk), whatever its norm.
+#[test]
+fn cosine_scores_are_right_for_vectors_whose_squared_norm_overflows_f32() {
+    use dense_support::naive_score;
+    use flowvec::vector::Metric;
+    use flowvec::vector::dense::{DenseConfig, DenseIndex};
+
+    // The reported case: [1e38, 1e38, 0, 0] against [1, 1, 0, 0] is the same direction.
+    let mut small = DenseIndex::new(DenseConfig::new(4, Metric::Cosine)).expect("valid");
+    small.insert(1, &[1e38, 1e38, 0.0, 0.0]).expect("finite");
+    small.insert(2, &[1e-44, 0.0, 0.0, 0.0]).expect("finite");
+    assert!(!small.uses_graph());
+    let hits = small
+        .search(&[1.0, 1.0, 0.0, 0.0], 2, None, None, None)
+        .expect("valid");
+    assert_eq!(hits[0], (1, 1.0));
+    assert!((hits[1].1 - 0.853_553_4).abs() < 1e-6, "{hits:?}");
+    let hits = small
+        .search(&[1e38, 1e38, 0.0, 0.0], 1, None, None, None)
+        .expect("valid");
+    assert_eq!(hits[0], (1, 1.0));
+    let hits = small
+        .search(&[0.0, 3e-45, 0.0, 0.0], 2, None, None, None)
+        .expect("valid");
+    assert_eq!(hits[0].0, 1);
+    assert!((hits[0].1 - 0.853_553_4).abs() < 1e-6, "{hits:?}");
+    assert!((hits[1].1 - 0.5).abs() < 1e-6, "{hits:?}");
+    assert_eq!(
+        small.vector(1),
+        Some(vec![1e38, 1e38, 0.0, 0.0]),
+        "bit-exact"
+    );
+
+    let base = clustered(1_500, 16, 20, 31);
+    let odd = extreme(&base);
+    let data: Vec<Vec<f32>> = base.iter().cloned().chain(odd.iter().cloned()).collect();
+    let exact = build(Metric::Cosine, &data, false);
+    let mut indexes: Vec<(String, flowvec::vector::dense::DenseIndex)> = backends()
+        .into_iter()
+        .map(|b| (format!("{b:?}"), build_with(Metric::Cosine, &data, true, b)))
+        .collect();
+    indexes.push(("int8".into(), build_int8(Metric::Cosine, &data)));
+    indexes.push(("exact".into(), build(Metric::Cosine, &data, false)));
+    let mut queries = odd.clone();
+    queries.extend(odd.iter().map(|v| {
+        v.iter()
+            .map(|x| if *x == 0.0 { 0.0 } else { x.signum() * 1e-45 })
+            .collect()
+    }));
+    queries.push(base[3].iter().map(|x| x * 1e38).collect());
+    for (id, v) in data.iter().enumerate() {
+        assert_eq!(exact.vector(id as u32).as_ref(), Some(v), "bit-exact");
+    }
+    for q in &queries {
+        let truth = exact.search(q, 10, None, None, None).expect("valid");
+        for (name, index) in &indexes {
+            let got = index.search(q, 10, None, None, None).expect("valid");
+            assert_eq!(got.len(), 10);
+            for (id, score) in &got {
+                let want = naive_score(Metric::Cosine, q, &data[*id as usize]);
+                assert!(
+                    (f64::from(*score) - want).abs() < 1e-5,
+                    "{name}: id {id} scored {score}, oracle {want}, query {q:?}"
+                );
+            }
+            assert!(
+                (f64::from(got[0].1) - f64::from(truth[0].1)).abs() < 1e-5,
+                "{name}: best {:?} vs exact {:?}",
+                got[0],
+                truth[0]
+            );
+        }
+    }
+    // Each odd row is found by its own direction with a score of 1.
+    for (i, v) in odd.iter().enumerate() {
+        let id = (base.len() + i) as u32;
+        for (name, index) in &indexes {
+            let got = index.search(v, 10, None, None, None).expect("valid");
+            let own = got.iter().find(|h| h.0 == id);
+            assert!(
+                own.is_some_and(|h| (h.1 - 1.0).abs() < 1e-5),
+                "{name}: row {id} ({v:?}) not found with score 1: {got:?}"
+            );
+        }
+    }
+}

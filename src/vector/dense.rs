@@ -205,7 +205,7 @@ impl DenseIndex {
     pub fn vector(&self, id: u32) -> Option<Vec<f32>> {
         self.store
             .slot_of(id)
-            .map(|slot| self.store.row(slot).to_vec())
+            .map(|slot| self.store.original(slot).to_vec())
     }
 
     /// Number of vectors held.

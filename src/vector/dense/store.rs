@@ -4,7 +4,9 @@
 //! appended and never reused until a compaction renumbers them: a removed or replaced vector
 //! leaves a tombstone (its slot stays, marked dead) so the graph, which cannot delete, can
 //! still walk through it. For cosine the vector is stored as given (so it comes back bit-exact)
-//! beside the inverse of its norm, so a cosine is one dot product and one multiply.
+//! beside the inverse of its norm (computed in f64), so a cosine is one dot product and one
+//! multiply; a vector of extreme norm (outside `2^±32`) is held rescaled by a power of two, its
+//! original kept aside, so no f32 product of it overflows or underflows.
 
 use super::kernels::Kernels;
 use crate::vector::Metric;
@@ -62,6 +64,20 @@ fn encode(row: &[f32], out: &mut Vec<i8>) -> f32 {
     scale
 }
 
+/// Cosine rows with a norm in `[1 / NORM_RANGE, NORM_RANGE]` are held as inserted: the dot
+/// product of two of them or of one with a unit query stays within `2^±64`, far from f32's
+/// overflow and subnormal ranges. Others are rescaled (see `Store::originals`).
+const NORM_RANGE: f64 = 4294967296.0; // 2^32
+
+/// `|v|` computed in f64: finite and non-zero for every finite, non-zero f32 vector (the f32
+/// sum of squares overflows above ~1.8e19 per component and vanishes below ~1e-23).
+pub(crate) fn norm_f64(v: &[f32]) -> f64 {
+    v.iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt()
+}
+
 #[derive(Debug)]
 pub(crate) struct Store {
     dim: usize,
@@ -69,8 +85,12 @@ pub(crate) struct Store {
     kernels: Kernels,
     /// Slot-major vectors, `dim` values each, as inserted.
     data: Vec<f32>,
-    /// `1 / |v|` per slot (cosine only; empty otherwise).
+    /// `1 / |v|` per slot (cosine only; empty otherwise), of the row as held in `data`.
     inv_norms: Vec<f32>,
+    /// Cosine rows whose norm is outside [`NORM_RANGE`] are held in `data` scaled by a power
+    /// of two to a norm near 1 (so no f32 dot product of them overflows or underflows); the
+    /// row as inserted is kept here, by slot, for [`Store::original`].
+    originals: HashMap<u32, Box<[f32]>>,
     /// Caller id per slot.
     ids: Vec<u32>,
     /// Whether the slot holds a current vector (false: tombstone).
@@ -88,6 +108,7 @@ impl Store {
             kernels,
             data: Vec::new(),
             inv_norms: Vec::new(),
+            originals: HashMap::new(),
             ids: Vec::new(),
             live: Vec::new(),
             slot_of: HashMap::new(),
@@ -210,10 +231,24 @@ impl Store {
         }
         let needed = self.data.len() + vector.len();
         grow_for(&mut self.data, needed);
-        self.data.extend_from_slice(vector);
         if self.metric == Metric::Cosine {
-            let norm = (self.kernels.dot)(vector, vector).sqrt();
-            self.inv_norms.push(1.0 / norm);
+            // Insert time, so the f64 norm costs queries nothing.
+            let norm = norm_f64(vector);
+            if (1.0 / NORM_RANGE..=NORM_RANGE).contains(&norm) {
+                self.data.extend_from_slice(vector);
+                self.inv_norms.push((1.0 / norm) as f32);
+            } else {
+                // A power of two: exact, except components too small to move the cosine.
+                let factor = 2f64.powi(-(norm.log2().round() as i32));
+                let start = self.data.len();
+                self.data
+                    .extend(vector.iter().map(|v| (f64::from(*v) * factor) as f32));
+                let scaled = norm_f64(&self.data[start..]);
+                self.inv_norms.push((1.0 / scaled) as f32);
+                self.originals.insert(slot, vector.into());
+            }
+        } else {
+            self.data.extend_from_slice(vector);
         }
         self.ids.push(id);
         self.live.push(true);
@@ -263,7 +298,16 @@ impl Store {
         self.live[slot as usize]
     }
 
-    /// The stored (as inserted) vector of `slot`.
+    /// `slot`'s vector as inserted, bit for bit.
+    pub(crate) fn original(&self, slot: u32) -> &[f32] {
+        match self.originals.get(&slot) {
+            Some(v) => v,
+            None => self.row(slot),
+        }
+    }
+
+    /// The row of `slot` that the kernels read: as inserted, or for a cosine row of extreme
+    /// norm rescaled by a power of two (same direction; see [`Store::original`]).
     pub(crate) fn row(&self, slot: u32) -> &[f32] {
         &self.data[slot as usize * self.dim..][..self.dim]
     }
@@ -299,8 +343,9 @@ impl Store {
     pub(crate) fn prepare(&self, query: &[f32]) -> PreparedQuery {
         let values = match self.metric {
             Metric::Cosine => {
-                let inv = 1.0 / (self.kernels.dot)(query, query).sqrt();
-                query.iter().map(|v| v * inv).collect()
+                // In f64: any finite, non-zero query normalises (once per query).
+                let inv = 1.0 / norm_f64(query);
+                query.iter().map(|v| (f64::from(*v) * inv) as f32).collect()
             }
             _ => query.to_vec(),
         };
@@ -343,6 +388,9 @@ impl Store {
                 out.data.extend_from_slice(self.row(slot));
                 if self.metric == Metric::Cosine {
                     out.inv_norms.push(self.inv_norms[slot as usize]);
+                    if let Some(v) = self.originals.get(&slot) {
+                        out.originals.insert(new_slot, v.clone());
+                    }
                 }
                 out.ids.push(self.ids[slot as usize]);
                 out.live.push(true);
@@ -359,6 +407,8 @@ impl Store {
     pub(crate) fn memory_bytes(&self) -> usize {
         self.data.capacity() * 4
             + self.inv_norms.capacity() * 4
+            + self.originals.capacity() * 8 / 7 * (4 + 16 + 1)
+            + self.originals.len() * self.dim * 4
             + self.ids.capacity() * 4
             + self.live.capacity()
             // hashbrown: key + value + one control byte per bucket, buckets ≈ capacity * 8 / 7
