@@ -28,6 +28,7 @@ mod persist;
 mod query;
 mod record;
 pub mod sparse;
+pub mod text;
 mod topk;
 mod validate;
 mod value_index;
