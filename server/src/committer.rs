@@ -308,7 +308,7 @@ impl Worker {
 /// A cheap size estimate, to bound a batch's bytes before encoding.
 fn approx_size(command: &Command) -> usize {
     match command {
-        Command::Upsert { vectors, .. } => vectors
+        Command::Upsert { vectors, .. } | Command::UpsertData { vectors, .. } => vectors
             .iter()
             .map(|v| {
                 64 + v.vector.as_ref().map_or(0, |d| d.len() * 5)

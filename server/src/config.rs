@@ -5,6 +5,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use flowvec::vector::text::Bm25Params;
 use flowvec::vector::{IndexConfig, IndexKind, Metric};
 use flowvec::wire::RetryPolicy;
 
@@ -301,12 +302,15 @@ impl Config {
         Ok(Some(config))
     }
 
-    /// The index configuration the flags describe.
+    /// The index configuration the flags describe. Sparse and hybrid indexes embed text
+    /// `data` with BM25 (default parameters) for their sparse part.
     pub(crate) fn index_config(&self) -> IndexConfig {
         match self.kind {
             IndexKind::Dense => IndexConfig::dense(self.dimension, self.metric),
-            IndexKind::Sparse => IndexConfig::sparse(),
-            IndexKind::Hybrid => IndexConfig::hybrid(self.dimension, self.metric),
+            IndexKind::Sparse => IndexConfig::sparse().with_bm25(Bm25Params::default()),
+            IndexKind::Hybrid => {
+                IndexConfig::hybrid(self.dimension, self.metric).with_bm25(Bm25Params::default())
+            }
         }
     }
 }

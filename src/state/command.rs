@@ -52,6 +52,16 @@ pub enum Command {
         /// The namespace (not `""`).
         namespace: String,
     },
+    /// `/upsert-data`: insert or replace records from their text. The records carry `data`
+    /// and, for a dense part, the host's embedding of it (made before logging, so a replay
+    /// never runs the model); the BM25 sparse part is made when applied, from the namespace's
+    /// records, so a replay makes the same weights.
+    UpsertData {
+        /// The namespace (created if needed).
+        namespace: String,
+        /// The records.
+        vectors: Vec<Vector>,
+    },
     /// `/v2/publish`: queue a message, optionally under a flow-control key with its limits.
     Publish {
         /// The flow-control key.
@@ -221,6 +231,7 @@ impl Command {
     pub fn name(&self) -> &'static str {
         match self {
             Self::Upsert { .. } => "upsert",
+            Self::UpsertData { .. } => "upsert-data",
             Self::Update { .. } => "update",
             Self::Delete { .. } => "delete",
             Self::Reset { .. } => "reset",

@@ -156,6 +156,10 @@ impl StateMachine {
                 index.upsert(&namespace, vectors)?;
                 Applied::Done
             }
+            Command::UpsertData { namespace, vectors } => {
+                index.upsert_data(&namespace, vectors)?;
+                Applied::Done
+            }
             Command::Update { namespace, update } => {
                 Applied::Updated(index.update(&namespace, update)?)
             }

@@ -1,6 +1,7 @@
 //! An index's kind, metric, graph parameters and limits (DESIGN §2.1).
 
 use crate::vector::dense::{DenseConfig, Traversal};
+use crate::vector::text::Bm25Params;
 use crate::vector::{Metric, VectorError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -154,6 +155,46 @@ pub struct IndexConfig {
     /// Input caps.
     #[serde(default)]
     pub limits: Limits,
+    /// The text embedding models that turn `data` into vectors (none by default). Absent from
+    /// the JSON when none, so configurations without it read as before.
+    #[serde(default, skip_serializing_if = "Embedders::is_none")]
+    pub embedders: Embedders,
+}
+
+/// The text embedding models an index names (see [`crate::vector::text`]).
+///
+/// The sparse one is built in ([`Bm25`](crate::vector::text::Bm25), run by the index itself, so
+/// its corpus statistics stay with the records). A dense model is the host's: the index only
+/// records its name, and the host embeds `data` before it calls
+/// [`Index::upsert_data`](crate::vector::Index::upsert_data).
+///
+/// # Examples
+/// ```
+/// use flowvec::vector::IndexConfig;
+/// use flowvec::vector::text::Bm25Params;
+/// let config = IndexConfig::sparse().with_bm25(Bm25Params::default());
+/// assert_eq!(
+///     serde_json::to_value(&config.embedders).unwrap(),
+///     serde_json::json!({"bm25": {"k1": 1.2, "b": 0.75}})
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Embedders {
+    /// The name of the host's dense model (e.g. `"all-MiniLM-L6-v2"`), shown by `info`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<String>,
+    /// BM25 for the sparse part (sparse and hybrid indexes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bm25: Option<Bm25Params>,
+}
+
+impl Embedders {
+    /// Whether no model is named.
+    #[must_use]
+    pub fn is_none(&self) -> bool {
+        self.dense.is_none() && self.bm25.is_none()
+    }
 }
 
 impl IndexConfig {
@@ -195,7 +236,22 @@ impl IndexConfig {
             metric,
             graph: GraphParams::default(),
             limits: Limits::default(),
+            embedders: Embedders::default(),
         }
+    }
+
+    /// The same configuration with BM25 as the sparse text embedder.
+    #[must_use]
+    pub fn with_bm25(mut self, params: Bm25Params) -> Self {
+        self.embedders.bm25 = Some(params);
+        self
+    }
+
+    /// The same configuration naming `model` as the host's dense text embedder.
+    #[must_use]
+    pub fn with_dense_embedder(mut self, model: impl Into<String>) -> Self {
+        self.embedders.dense = Some(model.into());
+        self
     }
 
     /// Checks every parameter.
@@ -237,6 +293,25 @@ impl IndexConfig {
         ] {
             if value == 0 {
                 return bad(name, 0, "at least 1");
+            }
+        }
+        if let Some(bm25) = &self.embedders.bm25 {
+            if !self.kind.has_sparse() {
+                return Err(VectorError::InvalidParameter {
+                    name: "embedders.bm25",
+                    value: format!("{bm25:?}"),
+                    expected: "absent for a dense index (BM25 makes sparse vectors)",
+                });
+            }
+            bm25.validate()?;
+        }
+        if let Some(dense) = &self.embedders.dense {
+            if !self.kind.has_dense() {
+                return Err(VectorError::InvalidParameter {
+                    name: "embedders.dense",
+                    value: format!("{dense:?}"),
+                    expected: "absent for a sparse index",
+                });
             }
         }
         Ok(())

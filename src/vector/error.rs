@@ -187,6 +187,39 @@ pub enum VectorError {
         /// The record's id.
         id: String,
     },
+    /// A text upsert's record without `data`.
+    #[error("record {id:?} has no `data`, expected the text to embed")]
+    MissingData {
+        /// The record's id.
+        id: String,
+    },
+    /// A text upsert's record that also carries a vector part the index makes from `data`.
+    #[error("record {id:?} has `data` and `{part}`, expected only `data` (the index embeds it)")]
+    VectorWithData {
+        /// The record's id.
+        id: String,
+        /// `vector` or `sparseVector`.
+        part: &'static str,
+    },
+    /// Text whose sparse part would be empty: no term survives the tokenizer.
+    #[error(
+        "`data` of record {id:?} has no terms to index (only stopwords, punctuation or nothing), expected at least one word"
+    )]
+    NoTerms {
+        /// The record's id.
+        id: String,
+    },
+    /// Text sent to an index without a model for one of its parts.
+    #[error("this index has no {part} embedding model for text `data`: {hint}")]
+    NoEmbedder {
+        /// `dense` or `sparse`.
+        part: &'static str,
+        /// How to configure one.
+        hint: &'static str,
+    },
+    /// The host's embedding model failed.
+    #[error(transparent)]
+    Embed(#[from] crate::vector::text::EmbedError),
     /// An attempt to delete the default namespace `""`.
     #[error("the default namespace cannot be deleted")]
     CannotDeleteDefaultNamespace,

@@ -15,6 +15,10 @@ use crate::vector::{
     Delete, Fetch, FetchResult, IndexConfig, IndexInfo, Metric, Query, QueryMode, QueryResult,
     Range, RangeResult, Update, Vector, VectorError, WeightingStrategy,
 };
+mod text;
+
+pub(crate) use text::DENSE_EMBEDDER_HINT;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use parking_lot::RwLock;

@@ -12,6 +12,7 @@ use crate::vector::filtering::{self, NO_METADATA, Selection};
 use crate::vector::fusion::{dbsf, rrf};
 use crate::vector::merge_patch::merge_patch;
 use crate::vector::sparse::{SparseIndex, Weighting};
+use crate::vector::text::term_count;
 use crate::vector::validate::{Checked, Validator};
 use crate::vector::{
     FetchResult, FusionAlgorithm, IndexConfig, MetadataUpdateMode, QueryResult, SparseVector,
@@ -69,9 +70,36 @@ pub(crate) struct Namespace {
     sparse: Option<SparseIndex>,
     /// Every record's top-level metadata values, for filtered search and delete by filter.
     values: ValueIndex,
+    /// Term counts of the records' `data`, kept when the index embeds text with BM25.
+    text: Option<TextStats>,
     /// Set when the namespace was removed from the index; writers that raced with the removal
     /// look it up again.
     pub(crate) deleted: bool,
+}
+
+/// BM25's corpus statistics: how many current records have `data`, and their terms in all
+/// ([`term_count`]). Derived from the records alone, so a snapshot load (which re-puts every
+/// record) and a log replay rebuild them exactly.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TextStats {
+    pub(crate) documents: u64,
+    pub(crate) terms: u64,
+}
+
+impl TextStats {
+    fn add(&mut self, data: Option<&str>) {
+        if let Some(d) = data {
+            self.documents += 1;
+            self.terms += term_count(d) as u64;
+        }
+    }
+
+    fn sub(&mut self, data: Option<&str>) {
+        if let Some(d) = data {
+            self.documents -= 1;
+            self.terms -= term_count(d) as u64;
+        }
+    }
 }
 
 impl Namespace {
@@ -86,8 +114,14 @@ impl Namespace {
             dense,
             sparse: config.kind.has_sparse().then(SparseIndex::new),
             values: ValueIndex::new(),
+            text: config.embedders.bm25.is_some().then(TextStats::default),
             deleted: false,
         })
+    }
+
+    /// BM25's corpus statistics (`None` when the index does not embed text with BM25).
+    pub(crate) fn text_stats(&self) -> Option<TextStats> {
+        self.text
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -140,6 +174,16 @@ impl Namespace {
                 id
             }
         };
+        if let Some(stats) = self.text.as_mut() {
+            if existing.is_some() {
+                stats.sub(
+                    self.slots[slot as usize]
+                        .as_ref()
+                        .and_then(|s| s.data.as_deref()),
+                );
+            }
+            stats.add(record.data.as_deref());
+        }
         self.slots[slot as usize] = Some(Slot {
             id,
             metadata: record.metadata,
@@ -190,6 +234,10 @@ impl Namespace {
                 record.metadata_bytes = size;
             }
             if let Some(d) = change.data {
+                if let Some(stats) = self.text.as_mut() {
+                    stats.sub(record.data.as_deref());
+                    stats.add(Some(&d));
+                }
                 record.data = Some(d);
             }
         }
@@ -212,6 +260,10 @@ impl Namespace {
         })) = self.slots.get(slot as usize)
         {
             self.values.remove(slot, m);
+        }
+        if let (Some(stats), Some(Some(old))) = (self.text.as_mut(), self.slots.get(slot as usize))
+        {
+            stats.sub(old.data.as_deref());
         }
         self.slots[slot as usize] = None;
         self.free.push(slot);
@@ -273,6 +325,9 @@ impl Namespace {
         self.slots.clear();
         self.free.clear();
         self.values.clear();
+        if let Some(stats) = self.text.as_mut() {
+            *stats = TextStats::default();
+        }
     }
 
     fn slot(&self, slot: u32) -> Option<&Slot> {

@@ -8,6 +8,8 @@ use super::{Method, WireError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum VectorOp {
     Upsert,
+    UpsertData,
+    QueryData,
     Update,
     Query,
     Fetch,
@@ -34,7 +36,7 @@ pub(crate) enum FlowOp {
 pub(crate) enum Route {
     /// A vector operation on a namespace (`""` is the default one).
     Vector { op: VectorOp, namespace: String },
-    /// A reference route this server does not offer (hosted embedding, resumable queries).
+    /// A reference route this server does not offer.
     VectorUnsupported { feature: &'static str },
     /// `POST /v2/publish/{destination}`; the destination as sent (not decoded: it is a URL).
     Publish { destination: String },
@@ -100,11 +102,8 @@ impl Route {
                     VectorOp::ListNamespaces
                 }
             }
-            "upsert-data" | "query-data" => {
-                return Ok(Self::VectorUnsupported {
-                    feature: "hosted embedding (raw text data)",
-                });
-            }
+            "upsert-data" => VectorOp::UpsertData,
+            "query-data" => VectorOp::QueryData,
             "resumable-query"
             | "resumable-query-data"
             | "resumable-query-next"
@@ -186,6 +185,8 @@ impl Route {
                 VectorOp::Info | VectorOp::ListNamespaces => "GET, POST",
                 VectorOp::Delete | VectorOp::Reset | VectorOp::DeleteNamespace => "DELETE, POST",
                 VectorOp::Upsert
+                | VectorOp::UpsertData
+                | VectorOp::QueryData
                 | VectorOp::Update
                 | VectorOp::Query
                 | VectorOp::Fetch
@@ -285,8 +286,16 @@ mod tests {
             Route::parse("/query/%zz"),
             Err(WireError::BadEncoding { .. })
         ));
+        assert_eq!(
+            Route::parse("/query-data/ns").unwrap(),
+            vector(VectorOp::QueryData, "ns")
+        );
+        assert_eq!(
+            Route::parse("/upsert-data").unwrap(),
+            vector(VectorOp::UpsertData, "")
+        );
         assert!(matches!(
-            Route::parse("/query-data"),
+            Route::parse("/resumable-query"),
             Ok(Route::VectorUnsupported { .. })
         ));
     }

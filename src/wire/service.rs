@@ -7,6 +7,7 @@ use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
 use crate::management::{Accounts, Registry};
 use crate::state::StateMachine;
 use crate::vector::Index;
+use crate::vector::text::Embedder;
 
 use super::router::{Auth, Route};
 use super::{Message, Method, Prepared, Request, Response, RetryPolicy, Tokens, WireError};
@@ -58,6 +59,8 @@ pub struct Service {
     machine: StateMachine,
     tokens: Tokens,
     retry_policy: RetryPolicy,
+    /// The host's model for text `data` on an index with a dense part.
+    dense_embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl Service {
@@ -83,7 +86,57 @@ impl Service {
             machine,
             tokens,
             retry_policy: RetryPolicy::default(),
+            dense_embedder: None,
         }
+    }
+
+    /// Embeds text `data` (`/upsert-data`, `/query-data`, `data` in `/query`) for the dense
+    /// part with `model`; without one, text on an index with a dense part answers 400 saying
+    /// how to configure a model (a sparse or hybrid index still takes text with BM25 when its
+    /// configuration names it). Embeddings are made in [`prepare`](Self::prepare), before a
+    /// write is logged, so replaying the log never runs the model.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use flowvec::flow::Timestamp;
+    /// use flowvec::vector::text::{EmbedError, Embedder, Embedding, EmbeddingKind, TextRole};
+    /// use flowvec::vector::{Index, IndexConfig, Metric};
+    /// use flowvec::wire::{Method, Request, Service, Tokens};
+    ///
+    /// /// A toy model: whether the text mentions cats or dogs.
+    /// #[derive(Debug)]
+    /// struct Pets;
+    /// impl Embedder for Pets {
+    ///     fn name(&self) -> &str { "pets" }
+    ///     fn kind(&self) -> EmbeddingKind { EmbeddingKind::Dense { dimension: 2 } }
+    ///     fn embed(&self, texts: &[&str], _: TextRole) -> Result<Vec<Embedding>, EmbedError> {
+    ///         Ok(texts.iter().map(|t| {
+    ///             let cat = if t.contains("cat") { 1.0 } else { 0.1 };
+    ///             let dog = if t.contains("dog") { 1.0 } else { 0.1 };
+    ///             Embedding::Dense(vec![cat, dog])
+    ///         }).collect())
+    ///     }
+    /// }
+    /// let index = Index::new(IndexConfig::dense(2, Metric::Cosine))?;
+    /// let service = Service::new(index, Tokens::shared("t")).with_dense_embedder(Arc::new(Pets));
+    /// let now = Timestamp::from_secs(1_700_000_000);
+    /// let call = |path: &str, body: &str| {
+    ///     let req = Request::new(Method::Post, path)
+    ///         .with_header("Authorization", "Bearer t")
+    ///         .with_body(body.as_bytes().to_vec());
+    ///     service.handle(&req, now)
+    /// };
+    /// let res = call("/upsert-data", r#"[{"id":"c","data":"a cat"},{"id":"d","data":"a dog"}]"#);
+    /// assert_eq!(res.body_json()["result"], "Success");
+    /// let res = call("/query-data", r#"{"data":"my dog","topK":1,"includeData":true}"#);
+    /// assert_eq!(res.body_json()["result"][0]["data"], "a dog");
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    #[must_use]
+    pub fn with_dense_embedder(mut self, model: Arc<dyn Embedder>) -> Self {
+        self.dense_embedder = Some(model);
+        self
     }
 
     /// The retry count of messages published without `Upstash-Retries`, and the most one
@@ -201,9 +254,13 @@ impl Service {
         let flow = &**self.flow();
         let answer = Prepared::Answer;
         match route {
-            Route::Vector { op, namespace } => {
-                vector_api::handle(self.index(), op, &namespace, req)
-            }
+            Route::Vector { op, namespace } => vector_api::handle(
+                self.index(),
+                self.dense_embedder.as_deref(),
+                op,
+                &namespace,
+                req,
+            ),
             Route::VectorUnsupported { feature } => Err(WireError::Unsupported {
                 feature,
                 path: super::percent::quote(&req.path),

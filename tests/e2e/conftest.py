@@ -86,6 +86,52 @@ def qstash(base_url: str, token: str) -> QStash:
     return QStash(token, base_url=base_url, retry=False)
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def sparse_index(token: str, tmp_path_factory: pytest.TempPathFactory):
+    """A second server, a SPARSE index (BM25 embeds text), started from the release binary
+    `run_e2e.sh` built (`FLOWVEC_SERVER_BIN`, default `target/release/flowvec-server`) on a
+    free port with a fresh data directory; stopped (Ctrl-C) when the session ends."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    binary = os.environ.get("FLOWVEC_SERVER_BIN", os.path.join(root, "target/release/flowvec-server"))
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"no server binary at {binary}: run `cargo build --release -p flowvec-server`", pytrace=False)
+    port = _free_port()
+    data = tmp_path_factory.mktemp("sparse-server")
+    log = open(data / "server.log", "wb")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--token", token, "--kind", "SPARSE", "--data-dir", str(data / "data")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"sparse server did not start: {(data / 'server.log').read_text()}", pytrace=False)
+            time.sleep(0.1)
+    try:
+        yield Index(url=f"http://127.0.0.1:{port}", token=token, retries=0)
+    finally:
+        proc.send_signal(2)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # A local destination for published messages.
 
