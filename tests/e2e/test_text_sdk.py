@@ -10,7 +10,7 @@ import re
 from collections import Counter
 
 import pytest
-from upstash_vector import Data
+from upstash_vector.types import Data
 from upstash_vector.errors import UpstashError
 from upstash_vector.types import WeightingStrategy
 
