@@ -35,8 +35,8 @@ mod value_index;
 
 pub use config::{Embedders, GraphParams, IndexConfig, IndexKind, Limits};
 pub use error::VectorError;
-pub use index::{DEFAULT_NAMESPACE, Index};
 pub(crate) use index::DENSE_EMBEDDER_HINT;
+pub use index::{DEFAULT_NAMESPACE, Index};
 pub use metric::Metric;
 pub use ops::{
     Delete, DenseIndexInfo, Fetch, IndexInfo, MetadataUpdateMode, NamespaceInfo, Range,
