@@ -350,11 +350,11 @@ fn cases() -> Vec<Case> {
             expect: ErrorContains("/info/docs"),
         },
         Case {
-            name: "hosted embedding",
+            name: "text on a dense index without a model",
             path: "/upsert-data",
             body: "[]",
             status: 400,
-            expect: ErrorContains("not supported"),
+            expect: ErrorContains("no dense embedding model"),
         },
         Case {
             name: "resumable query",
