@@ -8,6 +8,10 @@
 //! - the low-level engines it is built from, public for hosts that manage their own records and
 //!   for benchmarks: [`dense::DenseIndex`], [`sparse::SparseIndex`], [`fusion`] and [`filter`].
 //!
+//! Resumable queries ([`Index::resumable_query`], [`ResumableQuery`], [`ResumableQueries`]) rank a
+//! namespace exactly once and hand out the ranking page by page; see [`ResumableQuery`] for what
+//! pages see while writers run.
+//!
 //! Inside a namespace each string id maps to an internal `u32` slot (freed slots are reused);
 //! the record layer keeps id, metadata and data per slot, the engines keep the vectors and give
 //! them back as inserted. Score ties in every engine break by a [`TieBreak`] that compares the
@@ -27,6 +31,7 @@ mod ops;
 mod persist;
 mod query;
 mod record;
+mod resumable;
 pub mod sparse;
 pub mod text;
 mod topk;
@@ -45,6 +50,7 @@ pub use ops::{
 pub use persist::SNAPSHOT_FORMAT_VERSION;
 pub use query::{FusionAlgorithm, Query, QueryMode, QueryResult, WeightingStrategy};
 pub use record::{FetchResult, SparseVector, Vector};
+pub use resumable::{ResumableError, ResumableLimits, ResumableQueries, ResumableQuery};
 pub use topk::{TieBreak, TopK};
 pub use validate::METADATA_MAX_DEPTH;
 pub use value_index::{MAX_ARRAY_ELEMENTS, MAX_FIELDS, MAX_STRING_BYTES, ValueIndex};

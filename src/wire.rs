@@ -9,7 +9,7 @@
 //! # Routes
 //! | API | routes | auth |
 //! |---|---|---|
-//! | vector | `/upsert`, `/update`, `/query`, `/fetch`, `/delete`, `/range`, `/reset` (`?all`), `/delete-namespace`, each with an optional `/{namespace}`; `/info`, `/list-namespaces`. POST everywhere; also GET for info/list, DELETE for deletions | Bearer |
+//! | vector | `/upsert`, `/update`, `/query`, `/fetch`, `/delete`, `/range`, `/reset` (`?all`), `/delete-namespace`, each with an optional `/{namespace}`; `/info`, `/list-namespaces`; `/resumable-query[-data][/{namespace}]`, `/resumable-query-next`, `/resumable-query-end`. POST everywhere; also GET for info/list, DELETE for deletions | Bearer |
 //! | queue | `POST /v2/publish/{destination}`, `GET /v2/flowControl`, `GET /v2/flowControl/{key}`, `POST /v2/flowControl/{key}/pause\|resume\|pin\|unpin\|resetRate`, `GET /v2/globalParallelism`, `GET /v2/keys`, `POST /v2/keys/rotate`, `GET\|DELETE /v2/messages/{id}`, `DELETE /v2/messages`, `GET\|DELETE /v2/dlq`, `GET\|DELETE /v2/dlq/{dlqId}`, `POST /v2/dlq/retry/{dlqId}` | Bearer |
 //! | management | `POST /v2/redis/reset-password/{id}` | Basic |
 //!
@@ -24,7 +24,7 @@
 //! `http.rs` [`Request`]/[`Response`]/[`Method`]; `percent.rs` decoding; `router.rs` path →
 //! route, allowed methods, auth kind; `auth.rs` [`Tokens`]; `error.rs` [`WireError`] and the
 //! envelope; `vector_api.rs`, `queue_api.rs`, `messages_api.rs`, `dlq_api.rs`,
-//! `management_api.rs` the handlers; `publish_headers.rs` the delivery options of a publish
+//! `management_api.rs`, `resumable_api.rs` the handlers; `publish_headers.rs` the delivery options of a publish
 //! ([`RetryPolicy`]); `message.rs` the queued [`Message`] and a [`DeliveryResponse`];
 //! `signing.rs` the signing keys; `service.rs` [`Service`] ties them together.
 
@@ -38,6 +38,7 @@ mod messages_api;
 mod percent;
 mod publish_headers;
 mod queue_api;
+mod resumable_api;
 mod router;
 mod service;
 mod signing;

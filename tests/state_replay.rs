@@ -4,7 +4,9 @@
 //! resets) are applied to a machine that never stops, and to a second machine that is saved
 //! and loaded at random cut points and gets every later command through `LogEntry` bytes.
 //! Every outcome and every read afterwards must be equal (proptest, fixed seed); damaged images
-//! and log entries are refused with an error that says where.
+//! and log entries are refused with an error that says where. The index is hybrid with the
+//! built-in BM25 embedder, so text upserts (`UpsertData`, whose BM25 weights depend on the
+//! namespace's records when applied) must replay to the same weights.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
@@ -14,8 +16,10 @@ use std::time::Duration;
 use flowvec::flow::{FlowConfig, Limits, MessageId, Period, Pin, Timestamp, Unpin};
 use flowvec::management::{ApiKey, ApiKeyHash, Database, DatabaseSecrets, Region};
 use flowvec::state::{Applied, Command, LogEntry, StateError, StateMachine};
+use flowvec::vector::text::Bm25Params;
 use flowvec::vector::{
-    Delete, Fetch, IndexConfig, IndexInfo, MetadataUpdateMode, Metric, Query, Range, Update, Vector,
+    Delete, Fetch, IndexConfig, IndexInfo, MetadataUpdateMode, Metric, Query, QueryMode, Range,
+    SparseVector, Update, Vector, WeightingStrategy,
 };
 use flowvec::wire::{DeliveryResponse, Message, SigningKeys, new_key};
 use proptest::prelude::*;
@@ -42,9 +46,20 @@ const EMAILS: [&str; 3] = ["ann@example.com", "bob@example.com", "cy@example.com
 const DATABASES: [&str; 3] = ["db-0", "db-1", "db-2"];
 /// Short, so keys are reclaimed within a sequence.
 const TTL_MS: u64 = 4_000;
+/// Texts of text upserts: repeated terms, stopwords, Unicode, and one without terms (refused).
+const TEXTS: [&str; 6] = [
+    "apple pear apple",
+    "The pear and the plum",
+    "plum, fig; kiwi and apple: a long one with many words and fig again",
+    "Über fig",
+    "kiwi",
+    "to be or not to be",
+];
+/// Text queries: plain, IDF-weighted and hybrid (with a dense vector).
+const TEXT_QUERIES: [&str; 4] = ["apple", "pear plum", "fig über kiwi", "the of"];
 
 fn index_config() -> IndexConfig {
-    IndexConfig::dense(DIM, Metric::Cosine)
+    IndexConfig::hybrid(DIM, Metric::Cosine).with_bm25(Bm25Params::default())
 }
 
 fn flow_config(global: Option<u8>) -> FlowConfig {
@@ -64,6 +79,17 @@ struct Rec {
     v: [i8; DIM],
     g: Option<u8>,
     data: bool,
+}
+
+/// A record of a text upsert: its dense part (the host's model's, made before logging), its
+/// text, and rarely a sparse part too (refused: the index makes it).
+#[derive(Debug, Clone)]
+struct TextRec {
+    id: u8,
+    v: [i8; DIM],
+    g: Option<u8>,
+    text: u8,
+    with_sparse: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +123,10 @@ enum Op {
     Upsert {
         ns: u8,
         records: Vec<Rec>,
+    },
+    UpsertData {
+        ns: u8,
+        records: Vec<TextRec>,
     },
     Update {
         ns: u8,
@@ -212,6 +242,23 @@ fn rec() -> impl Strategy<Value = Rec> {
     })
 }
 
+fn text_rec() -> impl Strategy<Value = TextRec> {
+    (
+        id(),
+        components(),
+        prop::option::of(0u8..4),
+        0..TEXTS.len() as u8,
+        prop::bool::weighted(0.05),
+    )
+        .prop_map(|(id, v, g, text, with_sparse)| TextRec {
+            id,
+            v,
+            g,
+            text,
+            with_sparse,
+        })
+}
+
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
         3 => components().prop_map(Change::Vector),
@@ -256,6 +303,8 @@ fn op() -> impl Strategy<Value = Op> {
         // Vector index.
         10 => (ns(), prop::collection::vec(rec(), 1..4))
             .prop_map(|(ns, records)| Op::Upsert { ns, records }),
+        6 => (ns(), prop::collection::vec(text_rec(), 1..4))
+            .prop_map(|(ns, records)| Op::UpsertData { ns, records }),
         4 => (ns(), id(), change()).prop_map(|(ns, id, change)| Op::Update { ns, id, change }),
         2 => (ns(), prop::collection::vec(id(), 0..3)).prop_map(|(ns, ids)| Op::DeleteIds { ns, ids }),
         1 => (ns(), id()).prop_map(|(ns, id)| Op::DeletePrefix { ns, id }),
@@ -301,6 +350,17 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn dense(v: [i8; DIM]) -> Vec<f32> {
     v.iter().map(|&x| f32::from(x)).collect()
+}
+
+/// The sparse part of a vector upsert: its non-zero components, and always index 9.
+fn sparse(v: [i8; DIM]) -> SparseVector {
+    let (mut indices, mut values): (Vec<i32>, Vec<f32>) = (0..DIM as i32)
+        .zip(v.iter().map(|&x| f32::from(x)))
+        .filter(|(_, x)| *x != 0.0)
+        .unzip();
+    indices.push(9);
+    values.push(1.0);
+    SparseVector::new(indices, values)
 }
 
 fn message(body: u8) -> Message {
@@ -395,11 +455,29 @@ fn make(op: &Op, now: Timestamp, issued: &mut Issued) -> (Command, Pending) {
                 .iter()
                 .map(|r| {
                     let mut v = Vector::dense(IDS[usize::from(r.id)], dense(r.v));
+                    v.sparse_vector = Some(sparse(r.v));
                     if let Some(g) = r.g {
                         v = v.with_metadata(json!({ "g": g }));
                     }
                     if r.data {
                         v = v.with_data(format!("data of {} ({:?})", IDS[usize::from(r.id)], r.v));
+                    }
+                    v
+                })
+                .collect(),
+        },
+        Op::UpsertData { ns: n, records } => Command::UpsertData {
+            namespace: ns(n),
+            vectors: records
+                .iter()
+                .map(|r| {
+                    let mut v = Vector::dense(IDS[usize::from(r.id)], dense(r.v))
+                        .with_data(TEXTS[usize::from(r.text)]);
+                    if let Some(g) = r.g {
+                        v = v.with_metadata(json!({ "g": g }));
+                    }
+                    if r.with_sparse {
+                        v.sparse_vector = Some(sparse(r.v));
                     }
                     v
                 })
@@ -733,6 +811,30 @@ fn observe_index(machine: &StateMachine) -> Vec<(String, String)> {
                 format!("{:?}", index.query(ns, q)),
             ));
         }
+        // Text queries: BM25 term presence, plain, IDF-weighted and fused with a dense part.
+        for text in TEXT_QUERIES {
+            for (label, weighting, dense) in [
+                ("plain", None, None),
+                ("IDF", Some(WeightingStrategy::Idf), None),
+                ("hybrid", None, Some(vec![1.0, 0.0, -1.0, 0.5])),
+            ] {
+                let query = Query {
+                    top_k: 5,
+                    include_vectors: true,
+                    include_data: true,
+                    weighting_strategy: weighting,
+                    query_mode: QueryMode::Hybrid,
+                    ..Query::default()
+                };
+                let answer = index
+                    .text_query(query, text, dense)
+                    .and_then(|q| q.map_or(Ok(Vec::new()), |q| index.query(ns, &q)));
+                out.push((
+                    format!("text query {text:?} {label} {ns:?}"),
+                    format!("{answer:?}"),
+                ));
+            }
+        }
     }
     out.push(("info".into(), format!("{:?}", info_without_size(machine))));
     out.push((
@@ -1054,6 +1156,16 @@ fn populated() -> StateMachine {
                 v: [-1, -1, 3, 0],
                 g: Some(2),
                 data: true,
+            }],
+        },
+        Op::UpsertData {
+            ns: 1,
+            records: vec![TextRec {
+                id: 3,
+                v: [0, 1, 1, 0],
+                g: Some(1),
+                text: 2,
+                with_sparse: false,
             }],
         },
         Op::Publish {

@@ -75,13 +75,18 @@ fn weights(data: &str, avg: f64) -> BTreeMap<String, f64> {
 /// Current records: text and the weights they were given when upserted.
 type Model = BTreeMap<String, (String, BTreeMap<String, f64>)>;
 
+/// A text upsert: every record of the batch is weighed with the mean term count of the
+/// records as they are after it (replaced ones gone; of a repeated id, the last text).
 fn upsert(model: &mut Model, batch: &[(String, String)]) {
-    let terms: usize = model
-        .values()
-        .map(|(t, _)| tokenize(t).len())
-        .sum::<usize>()
-        + batch.iter().map(|(_, t)| tokenize(t).len()).sum::<usize>();
-    let avg = terms as f64 / (model.len() + batch.len()) as f64;
+    let mut after: BTreeMap<&str, &str> = model
+        .iter()
+        .map(|(id, (t, _))| (id.as_str(), t.as_str()))
+        .collect();
+    for (id, t) in batch {
+        after.insert(id, t);
+    }
+    let terms: usize = after.values().map(|t| tokenize(t).len()).sum();
+    let avg = terms as f64 / after.len() as f64;
     for (id, t) in batch {
         model.insert(id.clone(), (t.clone(), weights(t, avg)));
     }
@@ -178,11 +183,10 @@ fn text_search_equals_an_independent_bm25_through_upserts_replacements_and_delet
                     model.remove(&id);
                 }
             } else {
-                // Ids from a small pool, so batches replace records.
-                let batch: BTreeMap<String, String> = (0..rng.random_range(1..8))
+                // Ids from a small pool, so batches replace records and repeat ids.
+                let batch: Vec<(String, String)> = (0..rng.random_range(1..8))
                     .map(|_| (format!("r{:03}", rng.random_range(0..60)), text(&mut rng)))
                     .collect();
-                let batch: Vec<(String, String)> = batch.into_iter().collect();
                 index
                     .upsert_data("", batch.iter().map(|(id, t)| record(id, t)).collect())
                     .expect("valid");

@@ -177,6 +177,26 @@ fn dense_text_is_embedded_before_it_is_logged_and_without_a_model_says_how_to_ge
     );
     assert_eq!(ids(&body["result"]), ["d"]);
     assert_eq!(body["result"][0]["vector"], json!([0.1f32, 1.1f32]));
+    let (_, info) = call(&s, "/info", "");
+    assert_eq!(info["result"]["denseIndex"]["embeddingModel"], "pets");
+
+    // The host checks its model against the index before serving.
+    let fits = Index::new(IndexConfig::dense(2, Metric::Cosine)).expect("valid");
+    assert!(fits.check_dense_embedder(&Pets).is_ok());
+    for (config, says) in [
+        (
+            IndexConfig::dense(3, Metric::Cosine),
+            "dimension 2, for an index of dimension 3",
+        ),
+        (IndexConfig::sparse(), "a SPARSE index has no dense part"),
+    ] {
+        let e = Index::new(config)
+            .expect("valid")
+            .check_dense_embedder(&Pets)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
 
     let bare = Service::new(
         Index::new(IndexConfig::dense(2, Metric::Cosine)).expect("valid"),

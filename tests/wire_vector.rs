@@ -357,11 +357,11 @@ fn cases() -> Vec<Case> {
             expect: ErrorContains("no dense embedding model"),
         },
         Case {
-            name: "resumable query",
+            name: "resumable query without a vector",
             path: "/resumable-query/docs",
             body: "{}",
             status: 400,
-            expect: ErrorContains("not supported"),
+            expect: ErrorContains("`vector`"),
         },
         Case {
             name: "broken percent escape",

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use flowvec::vector::text::Bm25Params;
-use flowvec::vector::{IndexConfig, IndexKind, Metric};
+use flowvec::vector::{IndexConfig, IndexKind, Metric, ResumableLimits};
 use flowvec::wire::RetryPolicy;
 
 /// When the command log reaches the disk.
@@ -57,6 +57,7 @@ pub(crate) struct Config {
     pub(crate) retry_policy: RetryPolicy,
     pub(crate) backoff: Backoff,
     pub(crate) delivery_timeout: Duration,
+    pub(crate) resumable: ResumableLimits,
 }
 
 /// One flag: name, environment variable, default (as text, printed by `--help`), help.
@@ -182,6 +183,18 @@ const FLAGS: &[Flag] = &[
         default: "30",
         help: "timeout of one delivery call",
     },
+    Flag {
+        name: "resumable-max-open",
+        env: "FLOWVEC_RESUMABLE_MAX_OPEN",
+        default: "100",
+        help: "resumable queries open at once; one more answers 429 (each holds 8 bytes per ranked record)",
+    },
+    Flag {
+        name: "resumable-max-idle-secs",
+        env: "FLOWVEC_RESUMABLE_MAX_IDLE_SECS",
+        default: "86400",
+        help: "the largest maxIdle a resumable query may ask for",
+    },
 ];
 
 impl Config {
@@ -298,6 +311,11 @@ impl Config {
                 max: Duration::from_secs(number("retry-backoff-max-secs")?.max(1)),
             },
             delivery_timeout: Duration::from_secs(number("delivery-timeout-secs")?.max(1)),
+            resumable: ResumableLimits {
+                max_open: usize::try_from(number("resumable-max-open")?)
+                    .map_err(|_| "--resumable-max-open too large".to_owned())?,
+                max_idle_secs: number("resumable-max-idle-secs")?.max(1),
+            },
         };
         Ok(Some(config))
     }

@@ -32,6 +32,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use flowvec::management::{ApiKey, ApiKeyHash, Database, DatabaseSecrets, Region};
 use flowvec::state::Command;
+use flowvec::vector::text::Embedder;
 use flowvec::wire::{Service, SigningKeys, Tokens};
 
 use committer::{Committer, SnapshotPolicy, Worker, wall_clock};
@@ -61,6 +62,15 @@ fn main() {
     }
 }
 
+/// The dense text model that embeds `data` (`/upsert-data`, `/query-data`) for an index with a
+/// dense part, made before a write is logged. `None`: such text answers 400 saying how to
+/// configure one (a sparse or hybrid index's sparse part always uses the built-in BM25).
+/// A model crate plugs in here (none ships yet); what it returns is checked against the index
+/// (dense, same dimension) before the server listens.
+fn dense_embedder(_config: &Config) -> Result<Option<Arc<dyn Embedder>>, String> {
+    Ok(None)
+}
+
 async fn serve(config: Config) -> Result<(), String> {
     // Signal handlers first: a Ctrl-C during start-up must not be lost (a background process
     // of a non-interactive shell starts with SIGINT ignored until a handler is installed).
@@ -85,8 +95,19 @@ async fn serve(config: Config) -> Result<(), String> {
     let tokens = Tokens::new()
         .with_vector_token(&config.vector_token)
         .with_queue_token(&config.queue_token);
-    let service =
-        Arc::new(Service::from_machine(machine, tokens).with_retry_policy(config.retry_policy));
+    let dense_model = dense_embedder(&config)?;
+    let mut service = Service::from_machine(machine, tokens)
+        .with_retry_policy(config.retry_policy)
+        .with_resumable_limits(config.resumable);
+    if let Some(model) = dense_model {
+        service
+            .index()
+            .check_dense_embedder(&*model)
+            .map_err(|err| format!("dense text model: {err}"))?;
+        println!("  dense text model: {}", model.name());
+        service = service.with_dense_embedder(model);
+    }
+    let service = Arc::new(service);
     let active = service.flow().lock().active_count();
     let global_now = service.flow().lock().config().global_parallelism;
 
@@ -149,6 +170,16 @@ async fn serve(config: Config) -> Result<(), String> {
         config.backoff,
     );
     tokio::spawn(Arc::clone(&dispatcher).run(deliveries_rx));
+    // Idle resumable queries free their memory even when no request comes (every request
+    // expires them too); a check costs one atomic load when none is due.
+    let expiring = Arc::clone(&service);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            expiring.resumable_queries().expire(wall_clock());
+        }
+    });
 
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
     let listener = tokio::net::TcpListener::bind(addr)

@@ -15,6 +15,7 @@ use crate::vector::{
     Delete, Fetch, FetchResult, IndexConfig, IndexInfo, Metric, Query, QueryMode, QueryResult,
     Range, RangeResult, Update, Vector, VectorError, WeightingStrategy,
 };
+mod resumable;
 mod text;
 
 pub(crate) use text::DENSE_EMBEDDER_HINT;

@@ -24,6 +24,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
+mod ranking;
+
+pub(crate) use ranking::Ranking;
+
 /// Which optional fields a read returns.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Include {
@@ -59,6 +63,9 @@ struct Slot {
     metadata: Option<Value>,
     metadata_bytes: usize,
     data: Option<String>,
+    /// The namespace's insert count when this record was inserted (kept when it is replaced
+    /// or updated): a resumable query shows only records born before it started.
+    born: u64,
 }
 
 pub(crate) struct Namespace {
@@ -72,6 +79,8 @@ pub(crate) struct Namespace {
     values: ValueIndex,
     /// Term counts of the records' `data`, kept when the index embeds text with BM25.
     text: Option<TextStats>,
+    /// Records inserted so far (never reset, not even by `clear`): the next record's `born`.
+    births: u64,
     /// Set when the namespace was removed from the index; writers that raced with the removal
     /// look it up again.
     pub(crate) deleted: bool,
@@ -115,6 +124,7 @@ impl Namespace {
             sparse: config.kind.has_sparse().then(SparseIndex::new),
             values: ValueIndex::new(),
             text: config.embedders.bm25.is_some().then(TextStats::default),
+            births: 0,
             deleted: false,
         })
     }
@@ -184,11 +194,19 @@ impl Namespace {
             }
             stats.add(record.data.as_deref());
         }
+        let born = match existing.and_then(|s| self.slot(s)) {
+            Some(old) => old.born,
+            None => {
+                self.births += 1;
+                self.births - 1
+            }
+        };
         self.slots[slot as usize] = Some(Slot {
             id,
             metadata: record.metadata,
             metadata_bytes: record.metadata_bytes,
             data: record.data,
+            born,
         });
         Ok(())
     }
@@ -363,6 +381,12 @@ impl Namespace {
     /// The record at `id`, if present.
     pub(crate) fn fetch_id(&self, id: &str, include: Include) -> Option<FetchResult> {
         self.ids.get(id).map(|&slot| self.fetch_slot(slot, include))
+    }
+
+    /// The `data` of the record at `id`, if the record exists and has some.
+    pub(crate) fn data_of(&self, id: &str) -> Option<&str> {
+        let slot = *self.ids.get(id)?;
+        self.slot(slot)?.data.as_deref()
     }
 
     pub(crate) fn fetch_slot(&self, slot: u32, include: Include) -> FetchResult {

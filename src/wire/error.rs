@@ -2,7 +2,7 @@
 
 use crate::flow::FlowError;
 use crate::management::ManagementError;
-use crate::vector::VectorError;
+use crate::vector::{ResumableError, VectorError};
 
 use super::Response;
 
@@ -13,10 +13,11 @@ use super::Response;
 /// |---|---|
 /// | 400 | malformed input: JSON, encoding, query parameters, headers, engine validation |
 /// | 401 | [`Unauthorized`](Self::Unauthorized), the management credential errors |
-/// | 404 | [`RouteNotFound`](Self::RouteNotFound), [`KeyNotFound`](Self::KeyNotFound), [`MessageNotFound`](Self::MessageNotFound), [`DeadLetterNotFound`](Self::DeadLetterNotFound), a missing namespace or database |
+/// | 404 | [`RouteNotFound`](Self::RouteNotFound), [`KeyNotFound`](Self::KeyNotFound), [`MessageNotFound`](Self::MessageNotFound), [`DeadLetterNotFound`](Self::DeadLetterNotFound), a missing namespace or database, an unknown or expired resumable query |
 /// | 405 | [`MethodNotAllowed`](Self::MethodNotAllowed) |
 /// | 409 | [`MessageInFlight`](Self::MessageInFlight), an existing database or account |
 /// | 422 | a vector of the wrong dimension |
+/// | 429 | too many open resumable queries ([`ResumableError::TooManyOpen`]) |
 /// | 500 | the OS random number generator failed, [`Internal`](Self::Internal) |
 /// | 503 | the flow-control engine is at capacity, [`Unavailable`](Self::Unavailable) (the host's log failed) |
 ///
@@ -160,12 +161,25 @@ pub enum WireError {
     /// The vector engine refused the request.
     #[error(transparent)]
     Vector(#[from] VectorError),
+    /// The table of resumable queries refused the request (its
+    /// [`ResumableError::Vector`] errors become [`Vector`](Self::Vector)).
+    #[error(transparent)]
+    Resumable(ResumableError),
     /// The flow-control engine refused the request.
     #[error(transparent)]
     Flow(#[from] FlowError),
     /// The management part refused the request (credentials, missing database, randomness).
     #[error(transparent)]
     Management(#[from] ManagementError),
+}
+
+impl From<ResumableError> for WireError {
+    fn from(err: ResumableError) -> Self {
+        match err {
+            ResumableError::Vector(err) => Self::Vector(err),
+            other => Self::Resumable(other),
+        }
+    }
 }
 
 impl From<crate::state::ApplyError> for WireError {
@@ -199,6 +213,12 @@ impl WireError {
             Self::Vector(err) => match err {
                 VectorError::DimensionMismatch { .. } => 422,
                 VectorError::NamespaceNotFound { .. } => 404,
+                _ => 400,
+            },
+            Self::Resumable(err) => match err {
+                ResumableError::NotFound { .. } => 404,
+                ResumableError::TooManyOpen { .. } => 429,
+                ResumableError::Vector(err) => Self::Vector(err.clone()).status(),
                 _ => 400,
             },
             Self::Flow(err) => match err {

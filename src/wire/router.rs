@@ -21,6 +21,20 @@ pub(crate) enum VectorOp {
     DeleteNamespace,
 }
 
+/// A resumable query operation (`/resumable-query[-data][/{namespace}]`,
+/// `/resumable-query-next`, `/resumable-query-end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResumableOp {
+    /// Start with a vector query; answers the first page and the query's `uuid`.
+    Start,
+    /// Start with a text (`data`) query.
+    StartData,
+    /// The next page (`{"uuid", "additionalK"}`).
+    Next,
+    /// End the query (`{"uuid"}`).
+    End,
+}
+
 /// A flow-control key operation (`POST /v2/flowControl/{key}/{op}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlowOp {
@@ -36,8 +50,8 @@ pub(crate) enum FlowOp {
 pub(crate) enum Route {
     /// A vector operation on a namespace (`""` is the default one).
     Vector { op: VectorOp, namespace: String },
-    /// A reference route this server does not offer.
-    VectorUnsupported { feature: &'static str },
+    /// A resumable query operation; `namespace` is the start's (`""` for next and end).
+    Resumable { op: ResumableOp, namespace: String },
     /// `POST /v2/publish/{destination}`; the destination as sent (not decoded: it is a URL).
     Publish { destination: String },
     /// `GET /v2/flowControl`
@@ -104,12 +118,27 @@ impl Route {
             }
             "upsert-data" => VectorOp::UpsertData,
             "query-data" => VectorOp::QueryData,
-            "resumable-query"
-            | "resumable-query-data"
-            | "resumable-query-next"
-            | "resumable-query-end" => {
-                return Ok(Self::VectorUnsupported {
-                    feature: "resumable query",
+            "resumable-query" | "resumable-query-data" => {
+                let op = if head == "resumable-query" {
+                    ResumableOp::Start
+                } else {
+                    ResumableOp::StartData
+                };
+                return Ok(Self::Resumable {
+                    op,
+                    namespace: decode(namespace, false, "namespace")?,
+                });
+            }
+            // Next and end name the query by its uuid, not by a namespace.
+            "resumable-query-next" | "resumable-query-end" if namespace.is_empty() => {
+                let op = if head == "resumable-query-next" {
+                    ResumableOp::Next
+                } else {
+                    ResumableOp::End
+                };
+                return Ok(Self::Resumable {
+                    op,
+                    namespace: String::new(),
                 });
             }
             _ => return Err(not_found()),
@@ -192,7 +221,7 @@ impl Route {
                 | VectorOp::Fetch
                 | VectorOp::Range => "POST",
             },
-            Self::VectorUnsupported { .. }
+            Self::Resumable { .. }
             | Self::Publish { .. }
             | Self::FlowOp { .. }
             | Self::RotateSigningKeys
@@ -226,7 +255,7 @@ impl Route {
     /// How this route authenticates.
     pub(crate) fn auth(&self) -> Auth {
         match self {
-            Self::Vector { .. } | Self::VectorUnsupported { .. } => Auth::Bearer(Api::Vector),
+            Self::Vector { .. } | Self::Resumable { .. } => Auth::Bearer(Api::Vector),
             Self::Publish { .. }
             | Self::FlowList
             | Self::FlowKey { .. }
@@ -294,9 +323,29 @@ mod tests {
             Route::parse("/upsert-data").unwrap(),
             vector(VectorOp::UpsertData, "")
         );
+        let resumable = |op, namespace: &str| Route::Resumable {
+            op,
+            namespace: namespace.to_owned(),
+        };
+        assert_eq!(
+            Route::parse("/resumable-query").unwrap(),
+            resumable(ResumableOp::Start, "")
+        );
+        assert_eq!(
+            Route::parse("/resumable-query-data/a%20b").unwrap(),
+            resumable(ResumableOp::StartData, "a b")
+        );
+        assert_eq!(
+            Route::parse("/resumable-query-next").unwrap(),
+            resumable(ResumableOp::Next, "")
+        );
+        assert_eq!(
+            Route::parse("/resumable-query-end").unwrap(),
+            resumable(ResumableOp::End, "")
+        );
         assert!(matches!(
-            Route::parse("/resumable-query"),
-            Ok(Route::VectorUnsupported { .. })
+            Route::parse("/resumable-query-next/ns"),
+            Err(WireError::RouteNotFound { .. })
         ));
     }
 

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use crate::flow::{FlowConfig, SharedFlowControl, Timestamp};
 use crate::management::{Accounts, Registry};
 use crate::state::StateMachine;
-use crate::vector::Index;
 use crate::vector::text::Embedder;
+use crate::vector::{Index, ResumableLimits, ResumableQueries};
 
 use super::router::{Auth, Route};
 use super::{Message, Method, Prepared, Request, Response, RetryPolicy, Tokens, WireError};
-use super::{dlq_api, management_api, messages_api, queue_api, vector_api};
+use super::{dlq_api, management_api, messages_api, queue_api, resumable_api, vector_api};
 
 /// The platform's HTTP contract (DESIGN §4) over the engines, without I/O: a host turns each
 /// HTTP request into a [`Request`], calls [`handle`](Self::handle) with the current time and
@@ -61,6 +61,8 @@ pub struct Service {
     retry_policy: RetryPolicy,
     /// The host's model for text `data` on an index with a dense part.
     dense_embedder: Option<Arc<dyn Embedder>>,
+    /// Open resumable queries: in memory only, never logged.
+    resumable: ResumableQueries,
 }
 
 impl Service {
@@ -87,6 +89,7 @@ impl Service {
             tokens,
             retry_policy: RetryPolicy::default(),
             dense_embedder: None,
+            resumable: ResumableQueries::default(),
         }
     }
 
@@ -94,7 +97,10 @@ impl Service {
     /// part with `model`; without one, text on an index with a dense part answers 400 saying
     /// how to configure a model (a sparse or hybrid index still takes text with BM25 when its
     /// configuration names it). Embeddings are made in [`prepare`](Self::prepare), before a
-    /// write is logged, so replaying the log never runs the model.
+    /// write is logged, so replaying the log never runs the model. `/info` shows the model's
+    /// [`name`](Embedder::name) as the dense `embeddingModel`. Check that the model fits the
+    /// index first with [`Index::check_dense_embedder`] (a model of another dimension would
+    /// have every text write refused).
     ///
     /// # Examples
     /// ```
@@ -137,6 +143,22 @@ impl Service {
     pub fn with_dense_embedder(mut self, model: Arc<dyn Embedder>) -> Self {
         self.dense_embedder = Some(model);
         self
+    }
+
+    /// Bounds on resumable queries (`/resumable-query`): how many may be open at once and the
+    /// longest `maxIdle` (default [`ResumableLimits::default`]). Open queries are forgotten.
+    #[must_use]
+    pub fn with_resumable_limits(mut self, limits: ResumableLimits) -> Self {
+        self.resumable = ResumableQueries::new(limits);
+        self
+    }
+
+    /// The open resumable queries. Every request expires those idle past their `maxIdle`; a
+    /// host that wants them freed without traffic calls [`ResumableQueries::expire`] now and
+    /// then (one atomic load when nothing is due).
+    #[must_use]
+    pub fn resumable_queries(&self) -> &ResumableQueries {
+        &self.resumable
     }
 
     /// The retry count of messages published without `Upstash-Retries`, and the most one
@@ -230,6 +252,8 @@ impl Service {
     /// # Ok::<(), flowvec::vector::VectorError>(())
     /// ```
     pub fn prepare(&self, req: &Request, now: Timestamp) -> Prepared {
+        // Idle resumable queries go first (one atomic load when none is due).
+        self.resumable.expire(now);
         self.route(req, now)
             .unwrap_or_else(|err| Prepared::Answer(err.to_response()))
     }
@@ -261,10 +285,16 @@ impl Service {
                 &namespace,
                 req,
             ),
-            Route::VectorUnsupported { feature } => Err(WireError::Unsupported {
-                feature,
-                path: super::percent::quote(&req.path),
-            }),
+            Route::Resumable { op, namespace } => resumable_api::handle(
+                self.index(),
+                self.dense_embedder.as_deref(),
+                &self.resumable,
+                op,
+                &namespace,
+                req,
+                now,
+            )
+            .map(answer),
             Route::Publish { destination } => {
                 queue_api::publish(req, &destination, self.retry_policy)
             }

@@ -89,7 +89,7 @@ pub(crate) fn handle(
             };
             write(command, ReplyKind::VectorSuccess)
         }
-        VectorOp::Info => Prepared::Answer(result(&info(index))),
+        VectorOp::Info => Prepared::Answer(result(&info(index, dense))),
         VectorOp::ListNamespaces => Prepared::Answer(result(&index.list_namespaces())),
         VectorOp::DeleteNamespace => {
             index.check_delete_namespace(&namespace)?;
@@ -299,12 +299,18 @@ fn reset_all(query: &str) -> Result<bool, WireError> {
 }
 
 /// `/info`, with `embeddingModel` in `denseIndex` / `sparseIndex` (the vector SDK reads that
-/// key whenever the object is present): the dense model's name, `"BM25"`, or `""` for none.
-fn info(index: &Index) -> Value {
+/// key whenever the object is present): the dense model's name (the configuration's, else the
+/// host's model's), `"BM25"`, or `""` for none.
+fn info(index: &Index, dense: Option<&dyn Embedder>) -> Value {
     let mut info = serde_json::to_value(index.info()).unwrap_or(Value::Null);
     let embedders = &index.config().embedders;
+    let dense_name = embedders
+        .dense
+        .clone()
+        .or_else(|| dense.map(|m| m.name().to_owned()))
+        .unwrap_or_default();
     let models = [
-        ("denseIndex", embedders.dense.clone().unwrap_or_default()),
+        ("denseIndex", dense_name),
         (
             "sparseIndex",
             if embedders.bm25.is_some() {

@@ -2,8 +2,9 @@
 //! and [`Index::text_query`].
 
 use super::Index;
-use crate::vector::text::{Bm25, Bm25Params};
+use crate::vector::text::{Bm25, Bm25Params, Embedder, EmbeddingKind, term_count};
 use crate::vector::{Query, QueryMode, Vector, VectorError};
+use std::collections::HashSet;
 
 /// What a host tells a caller whose dense index has no model.
 pub(crate) const DENSE_EMBEDDER_HINT: &str = "the host embeds it with its own dense model (flowvec::wire::Service::with_dense_embedder); flowvec-server ships none yet, so send `vector` (with `data` kept as text) to /upsert and /query, or use a SPARSE index, whose built-in BM25 embeds text";
@@ -57,9 +58,11 @@ impl Index {
     /// Each record has `data` and no `sparseVector`; on a dense or hybrid index it also has the
     /// dense `vector` the host's model made from `data` ([`crate::vector::text::Embedder`]).
     /// The sparse part is made here with BM25, whose average document length is the mean term
-    /// count of the `data` of the namespace's current records together with this batch's.
-    /// Those statistics depend only on the records, so replaying the same writes, or loading a
-    /// snapshot and replaying the rest, gives the same weights. The records keep their `data`.
+    /// count of the `data` of the namespace's records as they will be after this batch (the
+    /// current records, less those the batch replaces, plus the batch; of an id repeated in the
+    /// batch the last one). Those statistics depend only on the records, so replaying the same
+    /// writes, or loading a snapshot and replaying the rest, gives the same weights. Weights
+    /// are fixed when a record is written. The records keep their `data`.
     ///
     /// Every record is checked first; if any is bad nothing is written.
     ///
@@ -94,15 +97,23 @@ impl Index {
             let records = match params {
                 None => records,
                 Some(params) => {
+                    // The namespace as it will be after this batch: a replaced record leaves
+                    // the statistics, and of an id repeated in the batch the last one counts.
                     let before = ns.text_stats().unwrap_or_default();
-                    let batch_terms: u64 = records
-                        .iter()
-                        .map(|r| {
-                            crate::vector::text::term_count(r.data.as_deref().unwrap_or("")) as u64
-                        })
-                        .sum();
-                    let documents = before.documents + records.len() as u64;
-                    let avg = (before.terms + batch_terms) as f64 / documents as f64;
+                    let (mut documents, mut terms) = (before.documents, before.terms);
+                    let mut seen = HashSet::with_capacity(records.len());
+                    for r in records.iter().rev() {
+                        if !seen.insert(r.id.as_str()) {
+                            continue;
+                        }
+                        if let Some(old) = ns.data_of(&r.id) {
+                            documents -= 1;
+                            terms -= term_count(old) as u64;
+                        }
+                        documents += 1;
+                        terms += term_count(r.data.as_deref().unwrap_or("")) as u64;
+                    }
+                    let avg = terms as f64 / documents as f64;
                     let bm25 = Bm25::new(params, avg)?;
                     records
                         .into_iter()
@@ -192,6 +203,62 @@ impl Index {
             return Ok(None);
         }
         Ok(Some(query))
+    }
+
+    /// Checks that `model` can embed `data` for this index's dense part: a dense model whose
+    /// dimension is the index's (a host checks its model once, at start-up, rather than have
+    /// every text request refused).
+    ///
+    /// # Errors
+    /// [`VectorError::InvalidParameter`] naming the model: a sparse model, a dimension other
+    /// than the index's, or an index without a dense part.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::text::{EmbedError, Embedder, Embedding, EmbeddingKind, TextRole};
+    /// use flowvec::vector::{Index, IndexConfig, Metric};
+    /// #[derive(Debug)]
+    /// struct Toy;
+    /// impl Embedder for Toy {
+    ///     fn name(&self) -> &str { "toy" }
+    ///     fn kind(&self) -> EmbeddingKind { EmbeddingKind::Dense { dimension: 2 } }
+    ///     fn embed(&self, texts: &[&str], _: TextRole) -> Result<Vec<Embedding>, EmbedError> {
+    ///         Ok(texts.iter().map(|t| Embedding::Dense(vec![t.len() as f32, 1.0])).collect())
+    ///     }
+    /// }
+    /// let fits = Index::new(IndexConfig::dense(2, Metric::Cosine))?;
+    /// assert!(fits.check_dense_embedder(&Toy).is_ok());
+    /// let wider = Index::new(IndexConfig::dense(384, Metric::Cosine))?;
+    /// assert!(wider.check_dense_embedder(&Toy).unwrap_err().to_string().contains("384"));
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    pub fn check_dense_embedder(&self, model: &dyn Embedder) -> Result<(), VectorError> {
+        let config = &self.config;
+        let bad = |value: String, expected: &'static str| VectorError::InvalidParameter {
+            name: "dense embedding model",
+            value,
+            expected,
+        };
+        if !config.kind.has_dense() {
+            return Err(bad(
+                model.name().to_owned(),
+                "none: a SPARSE index has no dense part (BM25 embeds its text)",
+            ));
+        }
+        match model.kind() {
+            EmbeddingKind::Dense { dimension } if dimension == config.dimension => Ok(()),
+            EmbeddingKind::Dense { dimension } => Err(bad(
+                format!(
+                    "{} of dimension {dimension}, for an index of dimension {}",
+                    model.name(),
+                    config.dimension
+                ),
+                "a model of the index's dimension",
+            )),
+            EmbeddingKind::Sparse => {
+                Err(bad(format!("{} (sparse)", model.name()), "a dense model"))
+            }
+        }
     }
 
     /// Whether a text query in `mode` needs the host's dense embedding of its `data`.
