@@ -58,6 +58,8 @@ pub(crate) struct Config {
     pub(crate) backoff: Backoff,
     pub(crate) delivery_timeout: Duration,
     pub(crate) resumable: ResumableLimits,
+    /// The dense text model's directory (`--model-dir`), if any.
+    pub(crate) model_dir: Option<PathBuf>,
 }
 
 /// One flag: name, environment variable, default (as text, printed by `--help`), help.
@@ -195,6 +197,12 @@ const FLAGS: &[Flag] = &[
         default: "86400",
         help: "the largest maxIdle a resumable query may ask for",
     },
+    Flag {
+        name: "model-dir",
+        env: "FLOWVEC_MODEL_DIR",
+        default: "",
+        help: "directory of all-MiniLM-L6-v2's files (scripts/fetch-minilm prints one): embeds text `data` for a DENSE or HYBRID index of dimension 384 (default: no dense model; text to a DENSE index answers 400)",
+    },
 ];
 
 impl Config {
@@ -271,6 +279,7 @@ impl Config {
             })?)
         };
         let api_key = get("admin-api-key");
+        let model_dir = get("model-dir");
         let config = Self {
             port: u16::try_from(number("port")?)
                 .map_err(|_| "--port: expected 0..=65535".to_owned())?,
@@ -316,6 +325,7 @@ impl Config {
                     .map_err(|_| "--resumable-max-open too large".to_owned())?,
                 max_idle_secs: number("resumable-max-idle-secs")?.max(1),
             },
+            model_dir: (!model_dir.is_empty()).then(|| PathBuf::from(model_dir)),
         };
         Ok(Some(config))
     }

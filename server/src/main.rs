@@ -63,12 +63,16 @@ fn main() {
 }
 
 /// The dense text model that embeds `data` (`/upsert-data`, `/query-data`) for an index with a
-/// dense part, made before a write is logged. `None`: such text answers 400 saying how to
-/// configure one (a sparse or hybrid index's sparse part always uses the built-in BM25).
-/// A model crate plugs in here (none ships yet); what it returns is checked against the index
-/// (dense, same dimension) before the server listens.
-fn dense_embedder(_config: &Config) -> Result<Option<Arc<dyn Embedder>>, String> {
-    Ok(None)
+/// dense part, made before a write is logged: all-MiniLM-L6-v2 from `--model-dir`. `None`
+/// without the flag: such text then answers 400 saying how to configure one (a sparse or hybrid
+/// index's sparse part always uses the built-in BM25). What it returns is checked against the
+/// index (dense, same dimension) before the server listens.
+fn dense_embedder(config: &Config) -> Result<Option<Arc<dyn Embedder>>, String> {
+    let Some(dir) = &config.model_dir else {
+        return Ok(None);
+    };
+    let model = flowvec_minilm::MiniLm::load(dir).map_err(|err| format!("--model-dir: {err}"))?;
+    Ok(Some(Arc::new(model)))
 }
 
 async fn serve(config: Config) -> Result<(), String> {
@@ -76,6 +80,8 @@ async fn serve(config: Config) -> Result<(), String> {
     // of a non-interactive shell starts with SIGINT ignored until a handler is installed).
     let shutdown = shutdown_signal()?;
     let faults = Arc::new(Faults::from_env()?);
+    // The model first: a bad --model-dir refuses before the data directory is touched.
+    let dense_model = dense_embedder(&config)?;
     let recovery_config = config.clone();
     let recovery_faults = Arc::clone(&faults);
     let recovered =
@@ -95,7 +101,6 @@ async fn serve(config: Config) -> Result<(), String> {
     let tokens = Tokens::new()
         .with_vector_token(&config.vector_token)
         .with_queue_token(&config.queue_token);
-    let dense_model = dense_embedder(&config)?;
     let mut service = Service::from_machine(machine, tokens)
         .with_retry_policy(config.retry_policy)
         .with_resumable_limits(config.resumable);

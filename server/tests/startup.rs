@@ -690,3 +690,46 @@ fn log_writes_failing_anywhere_in_a_commit_lose_nothing_acknowledged() {
     );
     assert!(cases >= 30, "only {cases} cases in the time limit");
 }
+
+#[test]
+fn a_model_directory_that_is_missing_or_does_not_fit_the_index_refuses() {
+    let dir = TempDir::new("model-dir");
+    let empty = dir.join("no-model");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let data = dir.join("data");
+    let empty_arg = empty.display().to_string();
+    let exit = Server::refused(&data, &["--dimension", "4", "--model-dir", &empty_arg]);
+    assert_refused(
+        &exit,
+        &[
+            "--model-dir",
+            "config.json",
+            "is missing",
+            "scripts/fetch-minilm",
+        ],
+    );
+
+    // A real model (fetched into the cache by the script, as the README says) for an index of
+    // another dimension, then for a sparse index: refused, naming both sides.
+    let fetched = std::process::Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/fetch-minilm"))
+        .env_remove("FLOWVEC_MODEL_DIR")
+        .output()
+        .expect("run scripts/fetch-minilm");
+    assert!(
+        fetched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    let model = String::from_utf8_lossy(&fetched.stdout).trim().to_owned();
+    let exit = Server::refused(&data, &["--dimension", "4", "--model-dir", &model]);
+    assert_refused(&exit, &["dense text model", "dimension 384", "dimension 4"]);
+    let exit = Server::refused(
+        &dir.join("sparse"),
+        &["--kind", "SPARSE", "--model-dir", &model],
+    );
+    assert_refused(
+        &exit,
+        &["dense text model", "SPARSE index has no dense part"],
+    );
+}

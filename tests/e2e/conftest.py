@@ -92,24 +92,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def sparse_index(token: str, tmp_path_factory: pytest.TempPathFactory):
-    """A second server, a SPARSE index (BM25 embeds text), started from the release binary
-    `run_e2e.sh` built (`FLOWVEC_SERVER_BIN`, default `target/release/flowvec-server`) on a
-    free port with a fresh data directory; stopped (Ctrl-C) when the session ends."""
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _spawn_index(token: str, data, name: str, args: list[str]):
+    """A further server (`args` after the port, token and data directory), started from the
+    release binary `run_e2e.sh` built (`FLOWVEC_SERVER_BIN`, default
+    `target/release/flowvec-server`) on a free port with a fresh data directory; yields an
+    `Index` for it and stops it (Ctrl-C) afterwards."""
     import subprocess
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    binary = os.environ.get("FLOWVEC_SERVER_BIN", os.path.join(root, "target/release/flowvec-server"))
+    binary = os.environ.get("FLOWVEC_SERVER_BIN", os.path.join(_repo_root(), "target/release/flowvec-server"))
     if not os.access(binary, os.X_OK):
         pytest.fail(f"no server binary at {binary}: run `cargo build --release -p flowvec-server`", pytrace=False)
     port = _free_port()
-    data = tmp_path_factory.mktemp("sparse-server")
     log = open(data / "server.log", "wb")
+    env = {k: v for k, v in os.environ.items() if k != "FLOWVEC_MODEL_DIR"}
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--token", token, "--kind", "SPARSE", "--data-dir", str(data / "data")],
+        [binary, "--port", str(port), "--token", token, "--data-dir", str(data / "data"), *args],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=env,
     )
     deadline = time.monotonic() + 60
     while True:
@@ -119,7 +123,7 @@ def sparse_index(token: str, tmp_path_factory: pytest.TempPathFactory):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail(f"sparse server did not start: {(data / 'server.log').read_text()}", pytrace=False)
+                pytest.fail(f"{name} server did not start: {(data / 'server.log').read_text()}", pytrace=False)
             time.sleep(0.1)
     try:
         yield Index(url=f"http://127.0.0.1:{port}", token=token, retries=0)
@@ -130,6 +134,32 @@ def sparse_index(token: str, tmp_path_factory: pytest.TempPathFactory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def sparse_index(token: str, tmp_path_factory: pytest.TempPathFactory):
+    """A second server: a SPARSE index (BM25 embeds text)."""
+    yield from _spawn_index(token, tmp_path_factory.mktemp("sparse-server"), "sparse", ["--kind", "SPARSE"])
+
+
+@pytest.fixture(scope="session")
+def minilm_index(token: str, tmp_path_factory: pytest.TempPathFactory):
+    """A third server: a DENSE 384-d COSINE index whose text `data` all-MiniLM-L6-v2 embeds
+    (`--model-dir`, the directory `scripts/fetch-minilm` fills and prints)."""
+    import subprocess
+
+    fetched = subprocess.run(
+        ["bash", os.path.join(_repo_root(), "scripts/fetch-minilm")], capture_output=True, text=True
+    )
+    if fetched.returncode != 0:
+        pytest.fail(f"scripts/fetch-minilm failed: {fetched.stderr}", pytrace=False)
+    model_dir = fetched.stdout.strip()
+    yield from _spawn_index(
+        token,
+        tmp_path_factory.mktemp("minilm-server"),
+        "minilm",
+        ["--kind", "DENSE", "--dimension", "384", "--metric", "COSINE", "--model-dir", model_dir],
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_bad_text_is_refused(text_index):
 
 
 def test_dense_index_without_a_model_says_how_to_embed(index):
-    how = r"no dense embedding model for text `data`: the host embeds it with its own dense model \(flowvec::wire::Service::with_dense_embedder\)"
+    how = r"no dense embedding model for text `data`: start flowvec-server with --model-dir \(all-MiniLM-L6-v2, 384-d; scripts/fetch-minilm fetches its files\)"
     with pytest.raises(UpstashError, match=how):
         index.upsert(vectors=[Data(id="t", data="some text")])
     with pytest.raises(UpstashError, match=how):

@@ -131,6 +131,7 @@ fn command(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
         .arg(data_dir)
         .args(args)
         .env_remove("FLOWVEC_FAILPOINTS")
+        .env_remove("FLOWVEC_MODEL_DIR")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -7,7 +7,7 @@ use crate::vector::{Query, QueryMode, Vector, VectorError};
 use std::collections::HashSet;
 
 /// What a host tells a caller whose dense index has no model.
-pub(crate) const DENSE_EMBEDDER_HINT: &str = "the host embeds it with its own dense model (flowvec::wire::Service::with_dense_embedder); flowvec-server ships none yet, so send `vector` (with `data` kept as text) to /upsert and /query, or use a SPARSE index, whose built-in BM25 embeds text";
+pub(crate) const DENSE_EMBEDDER_HINT: &str = "start flowvec-server with --model-dir (all-MiniLM-L6-v2, 384-d; scripts/fetch-minilm fetches its files), or give a host's flowvec::wire::Service its own dense model (flowvec::wire::Service::with_dense_embedder); or send `vector` (with `data` kept as text) to /upsert and /query, or use a SPARSE index, whose built-in BM25 embeds text";
 const SPARSE_HINT: &str =
     "create the index with BM25 as its sparse embedder (IndexConfig::with_bm25)";
 
