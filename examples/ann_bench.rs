@@ -4,6 +4,12 @@
 //! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
 //!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
 //!     [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
+//!     [--query-threads N]
+//!
+//! `--query-threads N` adds, after the sweep, a scaling pass per ef: the queries answered by one
+//! thread, then the same queries split over N threads (query i to thread i mod N), alternated
+//! `--repeat` times, best of each; it prints both wall-clock QPS and their ratio, and checks that
+//! the threads' answers equal the single thread's.
 //! ```
 //! `--filter N=GT.ivecs` (repeatable) adds, after the unfiltered sweep, a sweep whose searches
 //! pass `DenseIndex::search` an `allow` filter letting only ids with `id % N == 0` through
@@ -79,13 +85,15 @@ struct Args {
     exact_threshold: Option<usize>,
     /// Fraction of the vectors removed and then re-inserted after the build (0: none).
     churn: f64,
+    /// Threads of the query-scaling pass (1: no such pass).
+    query_threads: usize,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("error: {msg}");
     eprintln!(
         "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
-         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F]"
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F] [--query-threads N]"
     );
     std::process::exit(2)
 }
@@ -103,6 +111,7 @@ fn parse_args() -> Args {
         traversal: Traversal::Exact,
         limit: None,
         repeat: 1,
+        query_threads: 1,
         filters: Vec::new(),
         exact_threshold: Some(0),
         churn: 0.0,
@@ -146,6 +155,7 @@ fn parse_args() -> Args {
                 };
             }
             "--repeat" => args.repeat = number(value()).max(1),
+            "--query-threads" => args.query_threads = number(value()).max(1),
             "--exact-threshold" => {
                 args.exact_threshold = match value().as_str() {
                     "default" => None,
@@ -321,6 +331,9 @@ fn main() {
         churn(&mut index, &base, args.churn);
     }
     sweep(&index, &queries, &gt, &args, None);
+    if args.query_threads > 1 {
+        scaling(&index, &queries, &args);
+    }
     for (modulus, path) in &args.filters {
         let gt = read_vecs(path, i32::from_le_bytes);
         if gt.len() < queries.len() {
@@ -424,5 +437,66 @@ fn sweep(
                 queries.len() as f64 / cpu
             );
         }
+    }
+}
+
+/// Answers every query on `threads` threads (query i on thread i mod `threads`); returns the
+/// answers in query order and the wall-clock seconds.
+fn answer_on(
+    index: &DenseIndex,
+    queries: &[Vec<f32>],
+    ef: usize,
+    threads: usize,
+) -> (Vec<Vec<(u32, f32)>>, f64) {
+    let start = Instant::now();
+    let parts: Vec<Vec<(usize, Vec<(u32, f32)>)>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    (t..queries.len())
+                        .step_by(threads)
+                        .map(|i| {
+                            let hits = index
+                                .search(&queries[i], 10, Some(ef), None, None)
+                                .unwrap_or_else(|e| usage(&e.to_string()));
+                            (i, hits)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a query thread panicked"))
+            .collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let mut answers = vec![Vec::new(); queries.len()];
+    for (i, hits) in parts.into_iter().flatten() {
+        answers[i] = hits;
+    }
+    (answers, secs)
+}
+
+/// Query throughput from one thread vs `--query-threads` threads, alternated, best of
+/// `--repeat` each (wall clock: CPU time cannot show parallel speed-up).
+fn scaling(index: &DenseIndex, queries: &[Vec<f32>], args: &Args) {
+    let threads = args.query_threads;
+    for &ef in &args.efs {
+        let (mut one, mut many) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..args.repeat {
+            let (single, t1) = answer_on(index, queries, ef, 1);
+            let (parallel, tn) = answer_on(index, queries, ef, threads);
+            assert_eq!(single, parallel, "threads answered differently at ef={ef}");
+            one = one.min(t1);
+            many = many.min(tn);
+        }
+        let n = queries.len() as f64;
+        println!(
+            "threads ef={ef} qps_1={:.1} qps_{threads}={:.1} speedup={:.2}",
+            n / one,
+            n / many,
+            one / many
+        );
     }
 }
