@@ -440,6 +440,9 @@ fn sweep(
     }
 }
 
+/// One search's hits: (id, score), best first.
+type Hits = Vec<(u32, f32)>;
+
 /// Answers every query on `threads` threads (query i on thread i mod `threads`); returns the
 /// answers in query order and the wall-clock seconds.
 fn answer_on(
@@ -447,9 +450,9 @@ fn answer_on(
     queries: &[Vec<f32>],
     ef: usize,
     threads: usize,
-) -> (Vec<Vec<(u32, f32)>>, f64) {
+) -> (Vec<Hits>, f64) {
     let start = Instant::now();
-    let parts: Vec<Vec<(usize, Vec<(u32, f32)>)>> = std::thread::scope(|s| {
+    let parts: Vec<Vec<(usize, Hits)>> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
