@@ -4,7 +4,7 @@
 #
 #   1. a venv under target/e2e-venv with tests/e2e/requirements.txt (PyPI, reused while the
 #      requirements file is unchanged);
-#   2. builds flowvec-server (release) and starts it in the background on a free port;
+#   2. builds flowvec-server (release, or dev with FLOWVEC_E2E_PROFILE=dev) and starts it in the background on a free port;
 #   3. waits (bounded) until the port accepts connections;
 #   4. runs pytest on tests/e2e, stops the server, exits with pytest's status.
 #
@@ -61,12 +61,22 @@ if ! cmp -s tests/e2e/requirements.txt "$VENV/.requirements.installed"; then
   cp tests/e2e/requirements.txt "$VENV/.requirements.installed"
 fi
 
-step "cargo build --release -p flowvec-server"
-cargo build --release -p flowvec-server
+# FLOWVEC_E2E_PROFILE=dev runs the binary `cargo test` already built (target/debug; the
+# dependencies are optimised there too), so CI need not build everything a second time in release.
+if [[ "${FLOWVEC_E2E_PROFILE:-release}" == dev ]]; then
+  step "cargo build -p flowvec-server"
+  cargo build -p flowvec-server
+  BIN=target/debug/flowvec-server
+else
+  step "cargo build --release -p flowvec-server"
+  cargo build --release -p flowvec-server
+  BIN=target/release/flowvec-server
+fi
+# The further servers the fixtures start (sparse, MiniLM) use the same binary.
+export FLOWVEC_SERVER_BIN="${FLOWVEC_SERVER_BIN:-$PWD/$BIN}"
 
 step "start server on 127.0.0.1:$PORT (log: $LOG)"
-# `cargo run` execs the binary on Unix, so $! is the server itself.
-cargo run --quiet --release -p flowvec-server -- "${SERVER_ARGS[@]}" >"$LOG" 2>&1 &
+"$BIN" "${SERVER_ARGS[@]}" >"$LOG" 2>&1 &
 SERVER_PID=$!
 
 deadline=$((SECONDS + STARTUP_SECS))
