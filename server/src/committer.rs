@@ -1,6 +1,8 @@
-//! The committer: the one thread that changes state. It takes the commands of concurrent
-//! requests in batches, stamps them with the time, writes each batch to the log in one commit
-//! (group commit: one fsync for many writes), then applies them in log order and answers.
+//! The committer: the one thread that proposes state changes. It takes the commands of
+//! concurrent requests in batches, stamps them with the time (on the leader: every replica
+//! applies a batch at the `now` it carries), and proposes each batch as one Raft entry
+//! (group commit: one log commit, one fsync, one replication round for many writes); openraft
+//! commits it on a majority and applies it, and the outcomes answer the requests.
 //!
 //! Delivery is driven from here too: after a batch that may have made a message deliverable
 //! (or when a flow-control timer is due) it appends a `Dispatch` command to the same batch, and
@@ -8,18 +10,20 @@
 //! windows and active calls included, is in the log, and a restart (or, later, a new leader)
 //! rebuilds exactly the state the old process had.
 
-use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use flowvec::flow::{Dispatch, Timestamp};
-use flowvec::state::{Applied, ApplyError, Command, LogEntry};
-use flowvec::wire::{Message, Service};
+use flowvec::state::{Applied, ApplyError, Command};
+use flowvec::wire::Message;
+use openraft::error::{ClientWriteError, RaftError};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::log::CommandLog;
-use crate::snapshot::{self, Covered};
+use crate::cluster::node::SharedNode;
+use crate::cluster::types::Batch;
+use crate::current::Current;
 
 /// Most commands in one commit.
 const MAX_BATCH: usize = 4096;
@@ -30,12 +34,29 @@ const DISPATCH_MAX: u32 = 256;
 /// A snapshot is also due once the log has grown by this many bytes since the last one.
 const SNAPSHOT_LOG_BYTES: u64 = 1 << 30;
 
-/// A command's fate: applied (and the engines' answer), or not made durable.
+/// How long a batch may wait to be committed before its writes answer 503 (outcome
+/// unknown: a leader cut off from its quorum cannot commit, and may learn so only later).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A command's fate: applied (and the engines' answer), or not acknowledged.
 pub(crate) type Outcome = Result<Result<Applied, ApplyError>, Unavailable>;
 
-/// The write was not made durable, so it was not applied.
+/// The write was not acknowledged: not committed, or its outcome is unknown.
 #[derive(Debug, Clone)]
-pub(crate) struct Unavailable(pub(crate) String);
+pub(crate) struct Unavailable {
+    pub(crate) problem: String,
+    /// This node does not lead: the write was not proposed (the leader can take it).
+    pub(crate) not_leader: bool,
+}
+
+impl Unavailable {
+    fn new(problem: impl Into<String>) -> Self {
+        Self {
+            problem: problem.into(),
+            not_leader: false,
+        }
+    }
+}
 
 enum Msg {
     Propose {
@@ -63,11 +84,11 @@ impl Committer {
             reply: Some(reply),
         });
         if sent.is_err() {
-            return Err(Unavailable("the server is shutting down".to_owned()));
+            return Err(Unavailable::new("the server is shutting down"));
         }
         answer
             .await
-            .unwrap_or_else(|_| Err(Unavailable("the server is shutting down".to_owned())))
+            .unwrap_or_else(|_| Err(Unavailable::new("the server is shutting down")))
     }
 
     pub(crate) fn stop_dispatching(&self) {
@@ -92,11 +113,11 @@ pub(crate) struct SnapshotPolicy {
 
 /// Everything the committer thread owns.
 pub(crate) struct Worker {
-    pub(crate) service: Arc<Service>,
-    pub(crate) log: CommandLog,
-    pub(crate) next_index: u64,
-    pub(crate) last_now: Timestamp,
-    pub(crate) data_dir: PathBuf,
+    pub(crate) current: Arc<Current>,
+    pub(crate) node: SharedNode,
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// The latest `now` applied (ms), kept by the state machine.
+    pub(crate) applied_now: Arc<AtomicU64>,
     pub(crate) policy: SnapshotPolicy,
     pub(crate) deliveries: mpsc::UnboundedSender<Vec<Dispatch<Message>>>,
 }
@@ -119,14 +140,12 @@ pub(crate) fn wall_clock() -> Timestamp {
     Timestamp::from_millis(ms)
 }
 
-struct Pending {
-    index: u64,
-    command: Command,
-    reply: Option<oneshot::Sender<Outcome>>,
-}
-
 impl Worker {
-    fn run(mut self, rx: Receiver<Msg>) {
+    fn leads(&self) -> bool {
+        self.node.is_leader()
+    }
+
+    fn run(self, rx: Receiver<Msg>) {
         let mut dispatching = true;
         // Whether a `Dispatch` is due (checked after every batch; at start, requeued messages
         // may be ready at once).
@@ -134,22 +153,26 @@ impl Worker {
         let mut since_snapshot = 0u64;
         let mut bytes_since_snapshot = 0u64;
         let mut last_snapshot = Instant::now();
+        let mut last_stamp = Timestamp::from_millis(0);
         let mut shutdown: Option<oneshot::Sender<()>> = None;
         loop {
             let mut batch: Vec<(Command, Option<oneshot::Sender<Outcome>>)> = Vec::new();
             let mut bytes = 0usize;
-            let timer = self.service.flow().lock().peek_timeout();
-            // After a log failure nothing can be written: no dispatching (it would spin).
-            let can_write = self.log.failed().is_none();
-            let wait = if dispatching && can_write && dispatch_due {
+            let service = self.current.get();
+            let timer = service.flow().lock().peek_timeout();
+            // Only the leader delivers; a node whose log failed cannot write (it would spin).
+            let can_dispatch = dispatching && self.leads();
+            let wait = if can_dispatch && dispatch_due {
                 Duration::ZERO
             } else {
-                match timer.filter(|_| dispatching && can_write) {
+                match timer.filter(|_| can_dispatch) {
                     Some(at) => Duration::from_millis(
                         at.as_millis()
                             .saturating_sub(wall_clock().as_millis())
                             .max(1),
                     ),
+                    // Not leading: look again soon (leadership may come without a message).
+                    None if dispatching && !can_dispatch => Duration::from_millis(200),
                     None => Duration::from_secs(3600),
                 }
             };
@@ -179,129 +202,132 @@ impl Worker {
                     Err(_) => break,
                 }
             }
-            let now = self.last_now.max(wall_clock());
+            let applied_now = Timestamp::from_millis(self.applied_now.load(Ordering::SeqCst));
+            let now = last_stamp.max(applied_now).max(wall_clock());
+            let leads = self.leads();
             // A Dispatch rides at the end of the next commit: it is logged only when
             // the engine says a message may go (read-only check), so a publish to a paused or
             // saturated key adds no entry.
-            if dispatching
-                && can_write
-                && (dispatch_due || self.service.flow().lock().may_dispatch(now))
-            {
+            if dispatching && leads && (dispatch_due || service.flow().lock().may_dispatch(now)) {
                 batch.push((Command::Dispatch { max: DISPATCH_MAX }, None));
             }
             dispatch_due = false;
             if !batch.is_empty() {
                 since_snapshot += batch.len() as u64;
-                let (more, written) = self.commit(batch, now);
-                bytes_since_snapshot += written;
-                dispatch_due = more || self.service.flow().lock().may_dispatch(now);
+                bytes_since_snapshot += bytes as u64;
+                last_stamp = now;
+                let more = self.commit(batch, now);
+                dispatch_due = more || self.current.get().flow().lock().may_dispatch(now);
             }
             let due = since_snapshot >= self.policy.every_entries
                 || bytes_since_snapshot >= SNAPSHOT_LOG_BYTES
                 || (since_snapshot > 0 && last_snapshot.elapsed() >= self.policy.interval);
-            if (due || (shutdown.is_some() && since_snapshot > 0)) && self.log.failed().is_none() {
-                if self.snapshot() {
+            if due || (shutdown.is_some() && since_snapshot > 0) {
+                if self.snapshot(shutdown.is_some()) {
                     since_snapshot = 0;
                     bytes_since_snapshot = 0;
                 }
                 last_snapshot = Instant::now();
             }
             if let Some(done) = shutdown.take() {
-                if let Err(why) = self.log.compact() {
-                    eprintln!("committer: {why}");
-                }
                 let _ = done.send(());
                 return;
             }
         }
     }
 
-    /// Logs and applies one batch; whether a `Dispatch` in it handed out its maximum (more
-    /// may be ready), and the bytes written to the log.
+    /// Proposes one batch as one Raft entry and answers its writes; whether a `Dispatch` in
+    /// it handed out its maximum (more may be ready).
     fn commit(
-        &mut self,
+        &self,
         batch: Vec<(Command, Option<oneshot::Sender<Outcome>>)>,
         now: Timestamp,
-    ) -> (bool, u64) {
-        let mut encoded = Vec::with_capacity(batch.len());
-        let mut pending = Vec::with_capacity(batch.len());
-        for (offset, (command, reply)) in batch.into_iter().enumerate() {
-            let index = self.next_index + offset as u64;
-            let entry = LogEntry { now, command };
-            encoded.push((index, entry.encode()));
-            pending.push(Pending {
-                index,
-                command: entry.command,
-                reply,
-            });
-        }
-        if let Err(why) = self.log.append(&encoded) {
-            eprintln!("committer: {why}");
-            for p in pending {
-                if let Some(reply) = p.reply {
-                    let _ = reply.send(Err(Unavailable(format!(
-                        "{why}; this write's outcome is unknown (it may have reached the disk and reappear after a restart)"
-                    ))));
-                }
+    ) -> bool {
+        let (commands, replies): (Vec<Command>, Vec<Option<oneshot::Sender<Outcome>>>) =
+            batch.into_iter().unzip();
+        let raft = self.node.raft.clone();
+        let written = self.runtime.block_on(async move {
+            tokio::time::timeout(WRITE_TIMEOUT, raft.client_write(Batch { now, commands })).await
+        });
+        let failed = |replies: Vec<Option<oneshot::Sender<Outcome>>>, unavailable: Unavailable| {
+            for reply in replies.into_iter().flatten() {
+                let _ = reply.send(Err(unavailable.clone()));
             }
-            return (false, 0);
-        }
-        let written = encoded.iter().map(|(_, bytes)| bytes.len() as u64).sum();
-        drop(encoded);
-        self.next_index += pending.len() as u64;
-        self.last_now = now;
+            false
+        };
+        let results = match written {
+            Ok(Ok(response)) => response.data.results,
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(_)))) => {
+                return failed(
+                    replies,
+                    Unavailable {
+                        problem: "this node does not lead".to_owned(),
+                        not_leader: true,
+                    },
+                );
+            }
+            Ok(Err(err)) => {
+                eprintln!("committer: {err}");
+                return failed(
+                    replies,
+                    Unavailable::new(format!(
+                        "the write was not committed: {err}; its outcome is unknown (it may have reached the log and reappear)"
+                    )),
+                );
+            }
+            Err(_) => {
+                return failed(
+                    replies,
+                    Unavailable::new(format!(
+                        "the write was not committed within {} s (no quorum reachable?); its outcome is unknown (it may still commit)",
+                        WRITE_TIMEOUT.as_secs()
+                    )),
+                );
+            }
+        };
         let mut more = false;
-        let machine = self.service.machine();
-        for p in pending {
-            let outcome = machine.apply(p.command, now);
+        for (outcome, reply) in results.into_iter().zip(replies) {
             if let Ok(Applied::Dispatched(calls)) = &outcome {
                 more |= calls.len() >= DISPATCH_MAX as usize;
                 if !calls.is_empty() {
                     let _ = self.deliveries.send(calls.clone());
                 }
             }
-            match p.reply {
+            match reply {
                 Some(reply) => {
                     let _ = reply.send(Ok(outcome));
                 }
                 None => {
                     if let Err(err) = outcome {
-                        eprintln!("committer: entry {} refused: {err}", p.index);
+                        eprintln!("committer: a command of the server refused: {err}");
                     }
                 }
             }
         }
-        (more, written)
+        more
     }
 
-    /// Writes a snapshot of everything applied so far and drops the log it covers.
-    fn snapshot(&mut self) -> bool {
-        let covered = Covered {
-            log_index: self.next_index - 1,
-            now_ms: self.last_now.as_millis(),
-        };
-        if covered.log_index == 0 {
-            return true;
-        }
-        let started = Instant::now();
-        match snapshot::write(&self.data_dir, self.service.machine(), covered) {
-            Ok((path, size)) => {
-                if let Err(why) = self.log.truncate_through(covered.log_index) {
-                    eprintln!("committer: snapshot written, but the log was not truncated: {why}");
-                }
-                eprintln!(
-                    "snapshot {} ({:.1} MiB) in {:.2} s",
-                    path.display(),
-                    size as f64 / (1 << 20) as f64,
-                    started.elapsed().as_secs_f64()
-                );
-                true
+    /// Asks openraft for a snapshot (written on its state-machine task, which then drops the
+    /// log it covers); at shutdown, waits (bounded) until it is written.
+    fn snapshot(&self, wait: bool) -> bool {
+        let raft = self.node.raft.clone();
+        self.runtime.block_on(async move {
+            let target = raft.metrics().borrow().last_applied;
+            if target.is_none() || raft.metrics().borrow().snapshot == target {
+                return true;
             }
-            Err(why) => {
-                eprintln!("committer: {why}");
-                false
+            if let Err(err) = raft.trigger().snapshot().await {
+                eprintln!("committer: snapshot: {err}");
+                return false;
             }
-        }
+            if !wait {
+                return true;
+            }
+            raft.wait(Some(Duration::from_secs(60)))
+                .metrics(|m| m.snapshot >= target, "the final snapshot")
+                .await
+                .is_ok()
+        })
     }
 }
 

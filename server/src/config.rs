@@ -9,6 +9,9 @@ use flowvec::vector::text::Bm25Params;
 use flowvec::vector::{IndexConfig, IndexKind, Metric, ResumableLimits};
 use flowvec::wire::RetryPolicy;
 
+use crate::cluster::node::ReadConsistency;
+use crate::cluster::types::{NodeId, Peers};
+
 /// When the command log reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fsync {
@@ -60,6 +63,15 @@ pub(crate) struct Config {
     pub(crate) resumable: ResumableLimits,
     /// The dense text model's directory (`--model-dir`), if any.
     pub(crate) model_dir: Option<PathBuf>,
+    /// This node's id in the Raft group.
+    pub(crate) node_id: NodeId,
+    /// Node id -> the address this node reaches it at (empty: a one-node group).
+    pub(crate) peers: Peers,
+    /// The cluster port this node listens on (Raft RPCs, forwarded writes, operators).
+    pub(crate) raft_port: Option<u16>,
+    /// Start without initializing the group: this node waits to be added.
+    pub(crate) join: bool,
+    pub(crate) read_consistency: ReadConsistency,
 }
 
 /// One flag: name, environment variable, default (as text, printed by `--help`), help.
@@ -203,7 +215,65 @@ const FLAGS: &[Flag] = &[
         default: "",
         help: "directory of all-MiniLM-L6-v2's files (scripts/fetch-minilm prints one): embeds text `data` for a DENSE or HYBRID index of dimension 384 (default: no dense model; text to a DENSE index answers 400)",
     },
+    Flag {
+        name: "node-id",
+        env: "FLOWVEC_NODE_ID",
+        default: "1",
+        help: "this node's id in the Raft group (an integer >= 1)",
+    },
+    Flag {
+        name: "peers",
+        env: "FLOWVEC_PEERS",
+        default: "",
+        help: "the group's nodes as id=host:port of their --raft-port, comma-separated, this node included (default: none, a one-node group)",
+    },
+    Flag {
+        name: "raft-port",
+        env: "FLOWVEC_RAFT_PORT",
+        default: "",
+        help: "the cluster port on 127.0.0.1: Raft between nodes, forwarded writes, /cluster/metrics and membership changes; no tokens, keep it private (needed with --peers)",
+    },
+    Flag {
+        name: "join",
+        env: "FLOWVEC_JOIN",
+        default: "false",
+        help: "start without forming a group: wait to be added by POST /cluster/add-learner on the leader (a bare --join means true)",
+    },
+    Flag {
+        name: "read-consistency",
+        env: "FLOWVEC_READ_CONSISTENCY",
+        default: "linearizable",
+        help: "linearizable: a read on any node sees every write acknowledged before it (the leader's read index); local: a node answers from what it has applied",
+    },
 ];
+
+/// Parses `--peers`: `1=127.0.0.1:9101,2=127.0.0.1:9102`.
+fn parse_peers(text: &str) -> Result<Peers, String> {
+    let mut peers = Peers::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part
+            .split_once('=')
+            .ok_or_else(|| format!("--peers {part:?}: expected id=host:port"))?;
+        let id: NodeId = id
+            .trim()
+            .parse()
+            .ok()
+            .filter(|id| *id >= 1)
+            .ok_or_else(|| {
+                format!("--peers {part:?}: the node id {id:?} is not an integer >= 1")
+            })?;
+        let addr = addr.trim();
+        if addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(format!(
+                "--peers {part:?}: {addr:?} is not host:port (an IP address and a port)"
+            ));
+        }
+        if peers.insert(id, addr.to_owned()).is_some() {
+            return Err(format!("--peers: node {id} is listed twice"));
+        }
+    }
+    Ok(peers)
+}
 
 impl Config {
     /// Parses `--name value` / `--name=value` flags, falling back to the environment and then
@@ -227,8 +297,12 @@ impl Config {
                 .iter()
                 .find(|f| f.name == name)
                 .ok_or_else(|| format!("unknown flag --{name}; see --help"))?;
+            let bare_switch = flag.name == "join"
+                && inline.is_none()
+                && args.peek().is_none_or(|next| next.starts_with("--"));
             let value = match inline {
                 Some(v) => v,
+                None if bare_switch => "true".to_owned(),
                 None => args
                     .next()
                     .ok_or_else(|| format!("flag --{name} needs a value"))?,
@@ -280,7 +354,50 @@ impl Config {
         };
         let api_key = get("admin-api-key");
         let model_dir = get("model-dir");
+        let node_id = number("node-id")?;
+        if node_id == 0 {
+            return Err("--node-id 0: expected an integer >= 1".to_owned());
+        }
+        let peers = parse_peers(&get("peers"))?;
+        let raft_port = match get("raft-port").as_str() {
+            "" => None,
+            text => Some(
+                text.parse::<u16>()
+                    .map_err(|_| format!("--raft-port {text:?}: expected a port 0..=65535"))?,
+            ),
+        };
+        let join = match get("join").to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => true,
+            "false" | "0" | "no" | "" => false,
+            other => return Err(format!("--join {other:?}: expected true or false")),
+        };
+        if !peers.is_empty() && !join && !peers.contains_key(&node_id) {
+            return Err(format!(
+                "--peers lists nodes {:?} but not this node (--node-id {node_id}); list every node of the group, this one included",
+                peers.keys().collect::<Vec<_>>()
+            ));
+        }
+        if (!peers.is_empty() || join) && raft_port.is_none() {
+            return Err(
+                "--peers and --join need --raft-port (the port the other nodes reach this one at)"
+                    .to_owned(),
+            );
+        }
+        let read_consistency = match get("read-consistency").to_ascii_lowercase().as_str() {
+            "linearizable" => ReadConsistency::Linearizable,
+            "local" => ReadConsistency::Local,
+            other => {
+                return Err(format!(
+                    "--read-consistency {other:?}: expected linearizable or local"
+                ));
+            }
+        };
         let config = Self {
+            node_id,
+            peers,
+            raft_port,
+            join,
+            read_consistency,
             port: u16::try_from(number("port")?)
                 .map_err(|_| "--port: expected 0..=65535".to_owned())?,
             vector_token: or_token(get("vector-token")),

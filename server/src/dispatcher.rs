@@ -19,11 +19,12 @@ use std::time::Duration;
 
 use flowvec::flow::Dispatch;
 use flowvec::state::Command;
-use flowvec::wire::{DeliveryResponse, Message, Service, sign_delivery};
+use flowvec::wire::{DeliveryResponse, Message, sign_delivery};
 use tokio::sync::mpsc;
 
 use crate::committer::{Committer, wall_clock};
 use crate::config::Backoff;
+use crate::current::Current;
 
 /// The most of a response body kept for a callback or the dead letter queue.
 const MAX_RESPONSE_BODY: usize = 64 * 1024;
@@ -32,7 +33,7 @@ const MAX_RESPONSE_BODY: usize = 64 * 1024;
 pub(crate) struct Dispatcher {
     committer: Committer,
     /// For the signing keys.
-    service: Arc<Service>,
+    service: Arc<Current>,
     client: reqwest::Client,
     /// Per-attempt timeout unless the message has its own (`Upstash-Timeout`).
     timeout: Duration,
@@ -46,7 +47,7 @@ pub(crate) struct Dispatcher {
 impl Dispatcher {
     pub(crate) fn new(
         committer: Committer,
-        service: Arc<Service>,
+        service: Arc<Current>,
         client: reqwest::Client,
         timeout: Duration,
         backoff: Backoff,
@@ -118,7 +119,7 @@ impl Dispatcher {
         for (name, value) in &message.headers {
             request = request.header(name, value);
         }
-        if let Some(keys) = self.service.machine().signing_keys() {
+        if let Some(keys) = self.service.get().machine().signing_keys() {
             let signature = sign_delivery(
                 &keys.current,
                 &message.destination,
@@ -207,7 +208,7 @@ impl Dispatcher {
         };
         if let Err(unavailable) = self.committer.propose(command).await {
             // Not durable: after a restart the message is delivered again (at-least-once).
-            eprintln!("delivery {id}: outcome not logged: {}", unavailable.0);
+            eprintln!("delivery {id}: outcome not logged: {}", unavailable.problem);
         }
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
     }

@@ -1,24 +1,28 @@
 //! HTTP: axum accepts each request and hands it, untouched, to `flowvec::wire::Service`.
-//! Reads (and bad input) are answered on a blocking thread (queries are CPU work); writes come
-//! back as commands, which go through the committer (durable, then applied) before the
-//! answer is written.
+//! Reads (and bad input) are answered on a blocking thread (queries are CPU work) after the
+//! read barrier of the cluster; writes come back as commands, which go through the committer
+//! (committed on a majority, then applied) before the answer is written, or, on a node that
+//! does not lead, are sent to the leader whole and its answer passed back.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
-use flowvec::wire::{self, Method, Prepared, Service, WireError};
+use flowvec::wire::{self, Method, Prepared, WireError};
 
+use crate::cluster::node::{Forwarded, SharedNode};
 use crate::committer::{Committer, wall_clock};
+use crate::current::Current;
 
 /// Largest request body accepted (a big upsert batch).
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// What every request handler shares.
 pub(crate) struct App {
-    pub(crate) service: Arc<Service>,
+    pub(crate) current: Arc<Current>,
     pub(crate) committer: Committer,
+    pub(crate) node: SharedNode,
 }
 
 /// The router: every path goes to [`handle`].
@@ -26,8 +30,7 @@ pub(crate) fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new().fallback(handle).with_state(app)
 }
 
-/// Every request: to `wire::Request`, prepared on a blocking thread, a write through the
-/// committer, back to axum.
+/// Every request: to `wire::Request`, answered by [`answer`], back to axum.
 async fn handle(
     State(app): State<Arc<App>>,
     req: axum::extract::Request,
@@ -43,8 +46,8 @@ async fn handle(
             return to_axum(res);
         }
     };
-    let request = wire::Request {
-        method: Method::parse(parts.method.as_str()),
+    let request = Forwarded {
+        method: parts.method.as_str().to_owned(),
         path: parts.uri.path().to_owned(),
         query: parts.uri.query().unwrap_or("").to_owned(),
         headers: parts
@@ -59,17 +62,40 @@ async fn handle(
             .collect(),
         body,
     };
-    let service = Arc::clone(&app.service);
+    to_axum(answer(&app, request, false).await)
+}
+
+/// Answers one request: after the read barrier, prepared on a blocking thread; a write goes
+/// through the committer on the leader, or to the leader from any other node (`forwarded`:
+/// it came from another node, and is not sent on again).
+pub(crate) async fn answer(app: &App, request: Forwarded, forwarded: bool) -> wire::Response {
+    if let Err(problem) = app.node.read_barrier().await {
+        return WireError::Unavailable { problem }.to_response();
+    }
+    let wire_request = wire::Request {
+        method: Method::parse(&request.method),
+        path: request.path.clone(),
+        query: request.query.clone(),
+        headers: request.headers.clone(),
+        body: request.body.clone(),
+    };
+    let service = app.current.get();
     let prepared =
-        tokio::task::spawn_blocking(move || service.prepare(&request, wall_clock())).await;
-    let res = match prepared {
+        tokio::task::spawn_blocking(move || service.prepare(&wire_request, wall_clock())).await;
+    match prepared {
         Ok(Prepared::Answer(res)) => res,
         Ok(Prepared::Write(write)) => {
+            if !app.node.is_leader() {
+                return to_leader(app, &request, forwarded).await;
+            }
             let (command, reply) = write.into_parts();
             match app.committer.propose(command).await {
                 Ok(outcome) => reply.respond(outcome),
+                Err(unavailable) if unavailable.not_leader => {
+                    to_leader(app, &request, forwarded).await
+                }
                 Err(unavailable) => WireError::Unavailable {
-                    problem: unavailable.0,
+                    problem: unavailable.problem,
                 }
                 .to_response(),
             }
@@ -78,8 +104,26 @@ async fn handle(
             problem: format!("handler failed: {err}"),
         }
         .to_response(),
-    };
-    to_axum(res)
+    }
+}
+
+/// A write this node cannot make: the leader's answer to it, or 503.
+async fn to_leader(app: &App, request: &Forwarded, forwarded: bool) -> wire::Response {
+    if forwarded {
+        return WireError::Unavailable {
+            problem: "the node this write was forwarded to leads no longer; try again".to_owned(),
+        }
+        .to_response();
+    }
+    match app.node.forward(request).await {
+        Ok(answer) => wire::Response {
+            status: answer.status,
+            headers: answer.headers,
+            body: answer.body,
+            flow_changed: false,
+        },
+        Err(problem) => WireError::Unavailable { problem }.to_response(),
+    }
 }
 
 fn to_axum(res: wire::Response) -> axum::response::Response {

@@ -27,6 +27,8 @@ use crate::config::Fsync;
 use crate::faults::{Faults, WriteFault};
 
 const LOG: TableDefinition<'_, u64, &[u8]> = TableDefinition::new("log");
+/// Raft's small records beside the entries: the vote, the commit index, the last purged id.
+const META: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("meta");
 
 /// The durable log of commands, owned by the committer thread.
 pub(crate) struct CommandLog {
@@ -94,6 +96,7 @@ impl CommandLog {
         // Make sure the table exists, so readers never see "no such table".
         let tx = log.write_tx()?;
         tx.open_table(LOG).map_err(|err| log.err(err))?;
+        tx.open_table(META).map_err(|err| log.err(err))?;
         tx.commit().map_err(|err| log.err(err))?;
         Ok(Opened {
             log,
@@ -118,10 +121,6 @@ impl CommandLog {
     }
 
     /// Why writes are refused, if a write failed.
-    pub(crate) fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
-    }
-
     /// Appends `entries` (index, bytes) in one commit: all on disk when this returns `Ok`
     /// (with `--fsync always`), none visible after a crash otherwise.
     pub(crate) fn append(&mut self, entries: &[(u64, Vec<u8>)]) -> Result<(), String> {
@@ -191,6 +190,102 @@ impl CommandLog {
                 .map_err(|err| self.err(err))?;
         }
         tx.commit().map_err(|err| self.err(err))
+    }
+}
+
+impl CommandLog {
+    /// The entries with index in `range`, in order.
+    pub(crate) fn read_range(
+        &self,
+        range: impl std::ops::RangeBounds<u64>,
+    ) -> Result<Vec<(u64, Vec<u8>)>, String> {
+        guarded(&self.path.display().to_string(), || {
+            let tx = self.db.begin_read().map_err(|err| self.err(err))?;
+            let table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+            let mut out = Vec::new();
+            for item in table.range(range).map_err(|err| self.err(err))? {
+                let (index, bytes) = item.map_err(|err| self.err(err))?;
+                out.push((index.value(), bytes.value().to_vec()));
+            }
+            Ok(out)
+        })
+    }
+
+    /// The last entry, if any.
+    pub(crate) fn last(&self) -> Result<Option<(u64, Vec<u8>)>, String> {
+        guarded(&self.path.display().to_string(), || {
+            let tx = self.db.begin_read().map_err(|err| self.err(err))?;
+            let table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+            let last = table.last().map_err(|err| self.err(err))?;
+            Ok(last.map(|(index, bytes)| (index.value(), bytes.value().to_vec())))
+        })
+    }
+
+    /// Drops the entries from `index` on (a new leader replaced them).
+    pub(crate) fn truncate_from(&mut self, index: u64) -> Result<(), String> {
+        if let Some(why) = &self.failed {
+            return Err(why.clone());
+        }
+        let result = guarded(&self.path.display().to_string(), || {
+            let tx = self.write_tx()?;
+            {
+                let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+                table
+                    .retain_in(index.., |_, _| false)
+                    .map_err(|err| self.err(err))?;
+            }
+            tx.commit().map_err(|err| self.err(err))
+        });
+        if let Err(why) = &result {
+            self.failed = Some(why.clone());
+        }
+        result
+    }
+
+    /// A small record of the `meta` table.
+    pub(crate) fn get_meta(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        guarded(&self.path.display().to_string(), || {
+            let tx = self.db.begin_read().map_err(|err| self.err(err))?;
+            let table = match tx.open_table(META) {
+                Ok(table) => table,
+                // A log from a first start that was killed before the table existed.
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(err) => return Err(self.err(err)),
+            };
+            let value = table.get(key).map_err(|err| self.err(err))?;
+            Ok(value.map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// Writes a small record of the `meta` table; `durable` waits for the disk (the vote
+    /// must; the commit index need not: it only spares replay work, and the next durable
+    /// commit carries it anyway).
+    pub(crate) fn put_meta(
+        &mut self,
+        key: &str,
+        value: &[u8],
+        durable: bool,
+    ) -> Result<(), String> {
+        if let Some(why) = &self.failed {
+            return Err(why.clone());
+        }
+        let result = guarded(&self.path.display().to_string(), || {
+            let mut tx = self.write_tx()?;
+            if !durable {
+                tx.set_durability(Durability::None);
+            }
+            {
+                let mut table = tx.open_table(META).map_err(|err| self.err(err))?;
+                table.insert(key, value).map_err(|err| self.err(err))?;
+            }
+            tx.commit().map_err(|err| self.err(err))
+        });
+        if let Err(why) = &result {
+            self.failed = Some(format!(
+                "{why} (writes are refused until the server restarts and recovers the log)"
+            ));
+        }
+        result
     }
 }
 

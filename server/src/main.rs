@@ -15,8 +15,10 @@
 //! - `dispatcher.rs`: the delivery calls, whose outcomes are logged commands.
 //! - `config.rs`: flags and environment variables.
 
+mod cluster;
 mod committer;
 mod config;
+mod current;
 mod dispatcher;
 mod faults;
 mod http;
@@ -24,19 +26,28 @@ mod log;
 mod recovery;
 mod snapshot;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use base64::Engine as _;
 use flowvec::management::{ApiKey, ApiKeyHash, Database, DatabaseSecrets, Region};
-use flowvec::state::Command;
+use flowvec::state::{Command, StateMachine};
 use flowvec::vector::text::Embedder;
 use flowvec::wire::{Service, SigningKeys, Tokens};
+use openraft::BasicNode;
 
+use cluster::log_store::LogStore;
+use cluster::network::Network;
+use cluster::node::Node;
+use cluster::state_machine::{MakeService, Store};
+use cluster::types::{NodeId, Raft};
 use committer::{Committer, SnapshotPolicy, Worker, wall_clock};
 use config::Config;
+use current::Current;
 use dispatcher::Dispatcher;
 use faults::Faults;
 use http::App;
@@ -92,7 +103,7 @@ async fn serve(config: Config) -> Result<(), String> {
     let recovery::Recovered {
         machine,
         log,
-        next_index,
+        applied,
         last_now,
         lock: _lock,
         ..
@@ -101,44 +112,260 @@ async fn serve(config: Config) -> Result<(), String> {
     let tokens = Tokens::new()
         .with_vector_token(&config.vector_token)
         .with_queue_token(&config.queue_token);
-    let mut service = Service::from_machine(machine, tokens)
-        .with_retry_policy(config.retry_policy)
-        .with_resumable_limits(config.resumable);
-    if let Some(model) = dense_model {
-        service
-            .index()
-            .check_dense_embedder(&*model)
-            .map_err(|err| format!("dense text model: {err}"))?;
+    let make_service: MakeService = {
+        let config = config.clone();
+        let dense_model = dense_model.clone();
+        Arc::new(move |machine: StateMachine| {
+            recovery::check_machine(&config, &machine)?;
+            let mut service = Service::from_machine(machine, tokens.clone())
+                .with_retry_policy(config.retry_policy)
+                .with_resumable_limits(config.resumable);
+            if let Some(model) = &dense_model {
+                service
+                    .index()
+                    .check_dense_embedder(&**model)
+                    .map_err(|err| format!("dense text model: {err}"))?;
+                service = service.with_dense_embedder(Arc::clone(model));
+            }
+            Ok(service)
+        })
+    };
+    if let Some(model) = &dense_model {
         println!("  dense text model: {}", model.name());
-        service = service.with_dense_embedder(model);
     }
-    let service = Arc::new(service);
-    let active = service.flow().lock().active_count();
-    let global_now = service.flow().lock().config().global_parallelism;
+    let service = make_service(machine)?;
+    let current = Arc::new(Current::new(service));
+    let applied_now = Arc::new(AtomicU64::new(last_now.as_millis()));
+
+    // The Raft node: the command log is its log, the engines its state machine.
+    let log_store = LogStore::new(log);
+    let store = Store::new(
+        Arc::clone(&current),
+        Arc::clone(&make_service),
+        applied,
+        config.data_dir.clone(),
+        Arc::clone(&applied_now),
+    );
+    let peers = Arc::new(config.peers.clone());
+    let network = Network::new(Arc::clone(&peers))?;
+    let raft_config = openraft::Config {
+        cluster_name: "flowvec".to_owned(),
+        heartbeat_interval: 100,
+        election_timeout_min: 500,
+        election_timeout_max: 1000,
+        install_snapshot_timeout: 30_000,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(config.snapshot_every),
+        max_in_snapshot_log_to_keep: 0,
+        snapshot_max_chunk_size: 32 << 20,
+        ..Default::default()
+    }
+    .validate()
+    .map_err(|err| format!("raft configuration: {err}"))?;
+    let raft = Raft::new(
+        config.node_id,
+        Arc::new(raft_config),
+        network.clone(),
+        log_store.clone(),
+        store,
+    )
+    .await
+    .map_err(|err| format!("raft: {err}"))?;
+    let node = Arc::new(Node {
+        id: config.node_id,
+        raft: raft.clone(),
+        network,
+        read: config.read_consistency,
+    });
 
     let (deliveries_tx, deliveries_rx) = tokio::sync::mpsc::unbounded_channel();
     let committer = committer::start(Worker {
-        service: Arc::clone(&service),
-        log,
-        next_index,
-        last_now,
-        data_dir: config.data_dir.clone(),
+        current: Arc::clone(&current),
+        node: Arc::clone(&node),
+        runtime: tokio::runtime::Handle::current(),
+        applied_now,
         policy: SnapshotPolicy {
             every_entries: config.snapshot_every,
             interval: config.snapshot_interval,
         },
         deliveries: deliveries_tx,
     });
+    let app = Arc::new(App {
+        current: Arc::clone(&current),
+        committer: committer.clone(),
+        node: Arc::clone(&node),
+    });
 
-    // Calls that were under way when the last process stopped were lost with it.
-    if active > 0 {
-        must(
-            committer.propose(Command::RequeueAllActive).await,
-            "requeue",
-        )?;
-        println!("  {active} deliveries under way at the last stop will be made again");
+    // The cluster port first: the other nodes must reach this one to elect a leader.
+    let raft_addr = match config.raft_port {
+        Some(port) => {
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|err| format!("cannot listen on {addr} (--raft-port): {err}"))?;
+            let addr = listener.local_addr().map_err(|err| err.to_string())?;
+            let router = cluster::rpc::router(Arc::clone(&app));
+            tokio::spawn(async move {
+                if let Err(err) = axum::serve(listener, router).await {
+                    eprintln!("cluster port: {err}");
+                }
+            });
+            Some(addr)
+        }
+        None => None,
+    };
+    let alone = config.peers.is_empty();
+    if !config.join
+        && !raft
+            .is_initialized()
+            .await
+            .map_err(|err| format!("raft: {err}"))?
+    {
+        let members: BTreeMap<NodeId, BasicNode> = if alone {
+            BTreeMap::from([(
+                config.node_id,
+                BasicNode {
+                    addr: raft_addr.map(|a| a.to_string()).unwrap_or_default(),
+                },
+            )])
+        } else {
+            config
+                .peers
+                .iter()
+                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+                .collect()
+        };
+        match raft.initialize(members).await {
+            Ok(()) => {}
+            // Another node of the group initialized it first: the same membership.
+            Err(openraft::error::RaftError::APIError(
+                openraft::error::InitializeError::NotAllowed(_),
+            )) => {}
+            Err(err) => return Err(format!("raft: forming the group: {err}")),
+        }
     }
-    if global_now != config.global_parallelism {
+    let voters = raft
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .count();
+    let management = if voters <= 1 && !config.join {
+        // One voter: it leads at once; serve only after it has applied its whole log.
+        let _ = raft.trigger().elect().await;
+        raft.wait(Some(Duration::from_secs(20)))
+            .metrics(
+                |m| {
+                    m.state == openraft::ServerState::Leader
+                        && m.last_applied.map(|id| id.index) >= m.last_log_index
+                },
+                "leading, with the log applied",
+            )
+            .await
+            .map_err(|err| {
+                let m = raft.metrics().borrow().clone();
+                format!(
+                    "raft: this one-node group did not start leading: {err} (state {:?}, term {}, last log {:?}, applied {:?}, membership {:?})",
+                    m.state, m.current_term, m.last_log_index, m.last_applied, m.membership_config
+                )
+            })?;
+        let term = raft.metrics().borrow().current_term;
+        let management = bootstrap(&config, &current, &committer).await?;
+        tokio::spawn(watch_leadership(
+            raft.clone(),
+            config.clone(),
+            Arc::clone(&current),
+            committer.clone(),
+            Some(term),
+        ));
+        management
+    } else {
+        tokio::spawn(watch_leadership(
+            raft.clone(),
+            config.clone(),
+            Arc::clone(&current),
+            committer.clone(),
+            None,
+        ));
+        "seeded by the leader at its first election (its output shows the key and password)"
+            .to_owned()
+    };
+    if faults.any() {
+        faults.arm();
+        println!(
+            "  failpoints armed: {}",
+            std::env::var("FLOWVEC_FAILPOINTS").unwrap_or_default()
+        );
+    }
+
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|err| format!("HTTP client: {err}"))?;
+    let dispatcher = Dispatcher::new(
+        committer.clone(),
+        Arc::clone(&current),
+        client,
+        config.delivery_timeout,
+        config.backoff,
+    );
+    tokio::spawn(Arc::clone(&dispatcher).run(deliveries_rx));
+    // Idle resumable queries free their memory even when no request comes (every request
+    // expires them too); a check costs one atomic load when none is due.
+    let expiring = Arc::clone(&current);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            expiring.get().resumable_queries().expire(wall_clock());
+        }
+    });
+
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|err| format!("cannot listen on {addr}: {err}"))?;
+    let addr = listener.local_addr().map_err(|err| err.to_string())?;
+    print_banner(&config, &current.get(), addr, raft_addr, &management);
+
+    axum::serve(listener, http::router(app))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|err| format!("server: {err}"))?;
+
+    // Stopped accepting: let the calls under way report (bounded), then a final snapshot.
+    committer.stop_dispatching();
+    let left = dispatcher.drain(Duration::from_secs(5)).await;
+    if left > 0 {
+        println!("  {left} deliveries still under way: they will be made again at the next start");
+    }
+    committer.shutdown().await;
+    let _ = raft.shutdown().await;
+    log_store.compact();
+    println!("stopped; the data directory is consistent");
+    Ok(())
+}
+
+/// What a new leader does before anything else: give back the calls the old one had under
+/// way (their outcomes died with it; at-least-once), then the settings and seeds of the
+/// first start (global cap, signing keys, the management account and its demo database).
+/// Each step is a logged command, so it happens once for the group.
+async fn bootstrap(
+    config: &Config,
+    current: &Current,
+    committer: &Committer,
+) -> Result<String, String> {
+    let active = current.get().flow().lock().active_count();
+    must(
+        committer.propose(Command::RequeueAllActive).await,
+        "requeue",
+    )?;
+    if active > 0 {
+        println!(
+            "  {active} deliveries under way under the last leader (or before the last stop) will be made again"
+        );
+    }
+    let service = current.get();
+    if service.flow().lock().config().global_parallelism != config.global_parallelism {
         must(
             committer
                 .propose(Command::SetGlobalParallelism {
@@ -155,69 +382,51 @@ async fn serve(config: Config) -> Result<(), String> {
             "signing keys",
         )?;
     }
-    let management = seed_management(&config, &service, &committer).await?;
-    if faults.any() {
-        faults.arm();
-        println!(
-            "  failpoints armed: {}",
-            std::env::var("FLOWVEC_FAILPOINTS").unwrap_or_default()
-        );
-    }
+    seed_management(config, &service, committer).await
+}
 
-    let client = reqwest::Client::builder()
-        .build()
-        .map_err(|err| format!("HTTP client: {err}"))?;
-    let dispatcher = Dispatcher::new(
-        committer.clone(),
-        Arc::clone(&service),
-        client,
-        config.delivery_timeout,
-        config.backoff,
-    );
-    tokio::spawn(Arc::clone(&dispatcher).run(deliveries_rx));
-    // Idle resumable queries free their memory even when no request comes (every request
-    // expires them too); a check costs one atomic load when none is due.
-    let expiring = Arc::clone(&service);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        loop {
-            tick.tick().await;
-            expiring.resumable_queries().expire(wall_clock());
+/// Runs [`bootstrap`] each time this node starts leading (a new term).
+async fn watch_leadership(
+    raft: Raft,
+    config: Config,
+    current: Arc<Current>,
+    committer: Committer,
+    mut done_term: Option<u64>,
+) {
+    let mut metrics = raft.metrics();
+    loop {
+        let lead_term = {
+            let m = metrics.borrow_and_update();
+            (m.state == openraft::ServerState::Leader && m.current_leader == Some(m.id))
+                .then_some(m.current_term)
+        };
+        if let Some(term) = lead_term
+            && done_term != Some(term)
+        {
+            match bootstrap(&config, &current, &committer).await {
+                Ok(management) => {
+                    done_term = Some(term);
+                    println!("node {} leads (term {term}); {management}", config.node_id);
+                    let _ = std::io::stdout().flush();
+                }
+                Err(err) => {
+                    eprintln!("node {}: leading term {term}: {err}", config.node_id);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
         }
-    });
-
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, config.port));
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|err| format!("cannot listen on {addr}: {err}"))?;
-    let addr = listener.local_addr().map_err(|err| err.to_string())?;
-    print_banner(&config, &service, addr, &management);
-
-    let app = Arc::new(App {
-        service: Arc::clone(&service),
-        committer: committer.clone(),
-    });
-    axum::serve(listener, http::router(app))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|err| format!("server: {err}"))?;
-
-    // Stopped accepting: let the calls under way report (bounded), then a final snapshot.
-    committer.stop_dispatching();
-    let left = dispatcher.drain(Duration::from_secs(5)).await;
-    if left > 0 {
-        println!("  {left} deliveries still under way: they will be made again at the next start");
+        if metrics.changed().await.is_err() {
+            return;
+        }
     }
-    committer.shutdown().await;
-    println!("stopped; the data directory is consistent");
-    Ok(())
 }
 
 fn must(outcome: committer::Outcome, what: &str) -> Result<flowvec::state::Applied, String> {
     match outcome {
         Ok(Ok(applied)) => Ok(applied),
         Ok(Err(err)) => Err(format!("{what}: {err}")),
-        Err(unavailable) => Err(format!("{what}: {}", unavailable.0)),
+        Err(unavailable) => Err(format!("{what}: {}", unavailable.problem)),
     }
 }
 
@@ -276,9 +485,32 @@ async fn seed_management(
     ))
 }
 
-fn print_banner(config: &Config, service: &Service, addr: SocketAddr, management: &str) {
+fn print_banner(
+    config: &Config,
+    service: &Service,
+    addr: SocketAddr,
+    raft_addr: Option<SocketAddr>,
+    management: &str,
+) {
     let info = service.index().info();
     println!("flowvec-server listening on http://{addr}");
+    match raft_addr {
+        Some(raft) => println!(
+            "  cluster:      node {} on {raft} (GET http://{raft}/cluster/metrics), peers {}",
+            config.node_id,
+            if config.peers.is_empty() {
+                "none".to_owned()
+            } else {
+                config
+                    .peers
+                    .iter()
+                    .map(|(id, addr)| format!("{id}={addr}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        ),
+        None => println!("  cluster:      one node (no --raft-port)"),
+    }
     println!(
         "  index:        {} dimension={} metric={} ({} vectors)",
         serde_json::to_value(config.kind)

@@ -16,10 +16,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use flowvec::flow::{FlowConfig, Timestamp};
-use flowvec::state::{LogEntry, StateMachine};
+use flowvec::state::StateMachine;
 use flowvec::vector::{IndexConfig, IndexKind, Metric};
+use openraft::{EntryPayload, StoredMembership};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::log_store::read_committed;
+use crate::cluster::state_machine::Applied;
+use crate::cluster::types::{LogId, Membership, decode_entry};
 use crate::config::Config;
 use crate::faults::Faults;
 use crate::log::CommandLog;
@@ -29,8 +33,8 @@ use crate::snapshot;
 pub(crate) struct Recovered {
     pub(crate) machine: StateMachine,
     pub(crate) log: CommandLog,
-    /// The index the next entry gets.
-    pub(crate) next_index: u64,
+    /// The Raft position the machine is at (snapshot + the committed entries replayed).
+    pub(crate) applied: Applied,
     /// The stamp of the last entry applied (new stamps never go below it).
     pub(crate) last_now: Timestamp,
     /// Held for the server's lifetime: the directory's lock.
@@ -127,6 +131,9 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
     }
 
     let snapshots = snapshot::list(dir)?;
+    let mut applied_id: Option<LogId> = None;
+    let mut membership = Membership::default();
+    let mut snapshot_file = None;
     let (machine, snapshot_index, mut last_now) = match snapshots.last() {
         Some((_, path)) => {
             let (machine, covered) = snapshot::read(path)?;
@@ -134,6 +141,15 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
             if let Some(problem) = stored.differs(&flags, dir) {
                 return Err(problem);
             }
+            let Some(meta) = covered.raft.clone() else {
+                return Err(format!(
+                    "snapshot {} was written by a server from before replication (it has no Raft position); start that version on this directory once more, or use another --data-dir",
+                    path.display()
+                ));
+            };
+            applied_id = meta.last_log_id;
+            membership = meta.last_membership.clone();
+            snapshot_file = Some((meta, path.clone()));
             (machine, covered.log_index, covered.now())
         }
         None => {
@@ -160,7 +176,18 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
             log_path.display()
         ));
     }
-    let mut next_index = snapshot_index + 1;
+    // Entries up to the commit index the log recorded are applied now; later ones (if any)
+    // are applied by openraft once a leader has committed them (a new leader may replace
+    // them). Every entry is checked whole either way.
+    let committed = read_committed(&log)
+        .map_err(|err| format!("command log {}: {err}", log_path.display()))?
+        .map(|id| id.index);
+    // Without a snapshot the log starts at entry 0 (the group's first membership).
+    let mut next_index = if snapshot_file.is_some() {
+        snapshot_index + 1
+    } else {
+        0
+    };
     let mut replayed = 0u64;
     if let Some((first, last)) = log.bounds()? {
         if first > next_index {
@@ -178,16 +205,31 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
                         log_path.display()
                     ));
                 }
-                let entry = LogEntry::decode(bytes).map_err(|err| {
+                let entry = decode_entry(bytes).map_err(|err| {
                     format!(
                         "command log {}: entry {index} (of {first}..={last}): {err}",
                         log_path.display()
                     )
                 })?;
-                last_now = last_now.max(entry.now);
-                // A refusal is part of the history: the live server refused it the same way.
-                let _ = machine.apply(entry.command, entry.now);
                 next_index += 1;
+                if committed.is_none_or(|c| index > c) {
+                    return Ok(());
+                }
+                applied_id = Some(entry.log_id);
+                match entry.payload {
+                    EntryPayload::Blank => {}
+                    EntryPayload::Normal(batch) => {
+                        last_now = last_now.max(batch.now);
+                        for command in batch.commands {
+                            // A refusal is part of the history: the live server refused it
+                            // the same way.
+                            let _ = machine.apply(command, batch.now);
+                        }
+                    }
+                    EntryPayload::Membership(m) => {
+                        membership = StoredMembership::new(Some(entry.log_id), m);
+                    }
+                }
                 replayed += 1;
                 Ok(())
             })?;
@@ -220,11 +262,26 @@ pub(crate) fn recover(config: &Config, faults: Arc<Faults>) -> Result<Recovered,
     Ok(Recovered {
         machine,
         log,
-        next_index,
+        applied: Applied {
+            log_id: applied_id,
+            membership,
+            snapshot: snapshot_file,
+        },
         last_now,
         lock,
         report,
     })
+}
+
+/// Refuses a state machine (a snapshot from the leader) whose index is not the one this
+/// node's flags describe.
+pub(crate) fn check_machine(config: &Config, machine: &StateMachine) -> Result<(), String> {
+    match index_dir_config(machine.index().config())
+        .differs(&DirConfig::of(config), &config.data_dir)
+    {
+        Some(problem) => Err(format!("the leader's snapshot: {problem}")),
+        None => Ok(()),
+    }
 }
 
 fn index_dir_config(config: &IndexConfig) -> DirConfig {

@@ -14,20 +14,24 @@ use flowvec::flow::Timestamp;
 use flowvec::state::StateMachine;
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::types::SnapshotMeta;
+
 const PREFIX: &str = "snapshot-";
 const SUFFIX: &str = ".fvs";
 
 /// What a snapshot covers: the log up to and including `log_index`, applied at times up to
-/// `now_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `now_ms`; `raft` is the Raft position and membership (openraft's snapshot meta).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct Covered {
     pub(crate) log_index: u64,
     pub(crate) now_ms: u64,
+    #[serde(default)]
+    pub(crate) raft: Option<SnapshotMeta>,
 }
 
 impl Covered {
-    pub(crate) fn now(self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         Timestamp::from_millis(self.now_ms)
     }
 }
@@ -58,16 +62,38 @@ pub(crate) fn list(dir: &Path) -> Result<Vec<(u64, PathBuf)>, String> {
 pub(crate) fn write(
     dir: &Path,
     machine: &StateMachine,
-    covered: Covered,
+    covered: &Covered,
 ) -> Result<(PathBuf, u64), String> {
-    let name = format!("{PREFIX}{:020}{SUFFIX}", covered.log_index);
+    let meta = serde_json::to_vec(covered).map_err(|err| err.to_string())?;
+    write_with(dir, covered.log_index, |w| {
+        machine.save(w, &meta).map_err(|err| err.to_string())
+    })
+}
+
+/// Writes a snapshot received from the leader (a whole snapshot file's bytes) as the
+/// snapshot covering `log_index`, durably, and removes older ones.
+pub(crate) fn write_bytes(
+    dir: &Path,
+    log_index: u64,
+    bytes: &[u8],
+) -> Result<(PathBuf, u64), String> {
+    write_with(dir, log_index, |w| {
+        w.write_all(bytes).map_err(|err| err.to_string())
+    })
+}
+
+fn write_with(
+    dir: &Path,
+    log_index: u64,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), String>,
+) -> Result<(PathBuf, u64), String> {
+    let name = format!("{PREFIX}{log_index:020}{SUFFIX}");
     let path = dir.join(&name);
     let tmp = dir.join(format!("{name}.tmp"));
-    let meta = serde_json::to_vec(&covered).map_err(|err| err.to_string())?;
     let write = || -> Result<u64, String> {
         let file = File::create(&tmp).map_err(|err| err.to_string())?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
-        machine.save(&mut w, &meta).map_err(|err| err.to_string())?;
+        fill(&mut w)?;
         w.flush().map_err(|err| err.to_string())?;
         let file = w.into_inner().map_err(|err| err.to_string())?;
         file.sync_all().map_err(|err| err.to_string())?;
@@ -81,7 +107,7 @@ pub(crate) fn write(
         format!("cannot write snapshot {}: {err}", path.display())
     })?;
     for (index, old) in list(dir)? {
-        if index < covered.log_index {
+        if index < log_index {
             let _ = std::fs::remove_file(old);
         }
     }
