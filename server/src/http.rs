@@ -69,7 +69,9 @@ async fn handle(
 /// through the committer on the leader, or to the leader from any other node (`forwarded`:
 /// it came from another node, and is not sent on again).
 pub(crate) async fn answer(app: &App, request: Forwarded, forwarded: bool) -> wire::Response {
-    if let Err(problem) = app.node.read_barrier().await {
+    if !surely_a_write(&request.method, &request.path)
+        && let Err(problem) = app.node.read_barrier().await
+    {
         return WireError::Unavailable { problem }.to_response();
     }
     let wire_request = wire::Request {
@@ -107,6 +109,25 @@ pub(crate) async fn answer(app: &App, request: Forwarded, forwarded: bool) -> wi
     }
 }
 
+/// Whether the request can only be a write (it then skips the read barrier: it is ordered
+/// by the log instead). Conservative: anything not listed waits for the barrier, which is
+/// only slower for a write, never wrong for a read.
+fn surely_a_write(method: &str, path: &str) -> bool {
+    if matches!(method, "DELETE" | "PUT" | "PATCH") {
+        return true;
+    }
+    if method != "POST" {
+        return false;
+    }
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    matches!(
+        first,
+        "upsert" | "upsert-data" | "update" | "delete" | "reset" | "delete-namespace"
+    ) || ["/v2/publish/", "/v2/enqueue/", "/v2/batch"]
+        .iter()
+        .any(|prefix| path.starts_with(prefix))
+}
+
 /// A write this node cannot make: the leader's answer to it, or 503.
 async fn to_leader(app: &App, request: &Forwarded, forwarded: bool) -> wire::Response {
     if forwarded {
@@ -136,4 +157,32 @@ fn to_axum(res: wire::Response) -> axum::response::Response {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::surely_a_write;
+
+    #[test]
+    fn only_writes_skip_the_read_barrier() {
+        for (method, path) in [
+            ("POST", "/upsert"),
+            ("POST", "/upsert/ns"),
+            ("POST", "/delete-namespace/ns"),
+            ("POST", "/v2/publish/http://127.0.0.1:1/hook"),
+            ("DELETE", "/v2/messages/m1"),
+        ] {
+            assert!(surely_a_write(method, path), "{method} {path}");
+        }
+        for (method, path) in [
+            ("POST", "/query"),
+            ("POST", "/fetch/ns"),
+            ("POST", "/resumable-query"),
+            ("GET", "/v2/messages/m1"),
+            ("POST", "/info"),
+            ("POST", "/upserted"),
+        ] {
+            assert!(!surely_a_write(method, path), "{method} {path}");
+        }
+    }
 }

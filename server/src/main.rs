@@ -15,6 +15,8 @@
 //! - `dispatcher.rs`: the delivery calls, whose outcomes are logged commands.
 //! - `config.rs`: flags and environment variables.
 
+// openraft's storage traits return its `StorageError` (224 bytes) by value; so do our helpers.
+#[allow(clippy::result_large_err)]
 mod cluster;
 mod committer;
 mod config;
@@ -243,14 +245,24 @@ async fn serve(config: Config) -> Result<(), String> {
             Err(err) => return Err(format!("raft: forming the group: {err}")),
         }
     }
-    let voters = raft
-        .metrics()
-        .borrow()
-        .membership_config
-        .membership()
-        .voter_ids()
-        .count();
-    let management = if voters <= 1 && !config.join {
+    // The membership as openraft has it (read from the log, or just initialized): the
+    // metrics show it once the node's core has started.
+    if !config.join {
+        raft.wait(Some(Duration::from_secs(10)))
+            .metrics(
+                |m| m.membership_config.membership().voter_ids().count() > 0,
+                "the group's membership",
+            )
+            .await
+            .map_err(|err| format!("raft: the group's membership did not load: {err}"))?;
+    }
+    let sole_voter = {
+        let m = raft.metrics();
+        let m = m.borrow();
+        let voters: Vec<NodeId> = m.membership_config.membership().voter_ids().collect();
+        voters == [config.node_id]
+    };
+    let management = if sole_voter && !config.join {
         // One voter: it leads at once; serve only after it has applied its whole log.
         let _ = raft.trigger().elect().await;
         raft.wait(Some(Duration::from_secs(20)))
