@@ -1,4 +1,5 @@
-"""Writes N upsert bodies of B real vectors each (minilm-text base.fvecs) for wrk.lua."""
+"""Writes N upsert bodies of B real vectors each (minilm-text base.fvecs) for wrk.lua, and N
+query bodies (q<i>.json: top-10 of one of those vectors)."""
 import json, struct, sys, os
 
 path, out, n, b = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -15,3 +16,5 @@ for i in range(n):
         recs.append({"id": f"v{k}", "vector": [round(x, 7) for x in v]})
     with open(f"{out}/{i}.json", "w") as f:
         json.dump(recs, f)
+    with open(f"{out}/q{i}.json", "w") as f:
+        json.dump({"vector": recs[0]["vector"], "topK": 10}, f)

@@ -159,6 +159,8 @@ async fn serve(config: Config) -> Result<(), String> {
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(config.snapshot_every),
         max_in_snapshot_log_to_keep: 0,
         snapshot_max_chunk_size: 32 << 20,
+        // Entries are whole batches (up to 64 MiB): a few per append request.
+        max_payload_entries: 8,
         ..Default::default()
     }
     .validate()

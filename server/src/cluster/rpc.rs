@@ -11,7 +11,7 @@
 //!   `lastApplied`, `voters`, `learners`.
 //! - `POST /cluster/add-learner` `{"id": 4, "addr": "127.0.0.1:9104"}` and
 //!   `POST /cluster/change-membership` `{"voters": [1, 2, 3, 4]}`: on the leader; they answer
-//!   the metrics when the change is committed.
+//!   the metrics when the change is committed (add-learner: and the learner has caught up).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -30,6 +30,12 @@ use super::node::{Forwarded, ForwardedAnswer};
 use super::types::NodeId;
 use crate::http::{self, App};
 
+/// How long `add-learner` waits for the new node to catch up.
+const LEARNER_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The largest Raft message accepted.
+const MAX_RPC_BYTES: usize = 1 << 30;
+
 pub(crate) fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new()
         .route("/raft/append", post(append))
@@ -40,6 +46,10 @@ pub(crate) fn router(app: Arc<App>) -> axum::Router {
         .route("/cluster/metrics", get(metrics))
         .route("/cluster/add-learner", post(add_learner))
         .route("/cluster/change-membership", post(change_membership))
+        // Append requests carry whole batches (up to 64 MiB each, `max_payload_entries` of
+        // them) and snapshot chunks 32 MiB: axum's 2 MB default would refuse them (413), and
+        // a leader whose appends fail never learns of a newer term.
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_RPC_BYTES))
         .with_state(app)
 }
 
@@ -155,14 +165,36 @@ async fn add_learner(State(app): State<Arc<App>>, body: Bytes) -> Response {
             );
         }
     };
-    match app
-        .node
-        .raft
+    let raft = &app.node.raft;
+    if let Err(err) = raft
         .add_learner(req.id, BasicNode { addr: req.addr }, true)
         .await
     {
+        return refused(StatusCode::SERVICE_UNAVAILABLE, err);
+    }
+    // openraft answers once the change is committed; wait (bounded) until the learner holds
+    // the log as it was then (by snapshot if the leader purged what it needs).
+    let target = raft.metrics().borrow().last_log_index;
+    let id = req.id;
+    let caught_up = raft
+        .wait(Some(LEARNER_CATCH_UP))
+        .metrics(
+            |m| {
+                m.replication
+                    .as_ref()
+                    .and_then(|r| r.get(&id).copied().flatten())
+                    .map(|log_id| log_id.index)
+                    >= target
+            },
+            "the learner to catch up",
+        )
+        .await;
+    match caught_up {
         Ok(_) => json(StatusCode::OK, &metrics_json(&app)),
-        Err(err) => refused(StatusCode::SERVICE_UNAVAILABLE, err),
+        Err(err) => refused(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!("node {id} was added as a learner but has not caught up: {err}"),
+        ),
     }
 }
 
