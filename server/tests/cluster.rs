@@ -1180,3 +1180,41 @@ fn check_acked_served(cluster: &Cluster, id: u64, load: &Load) -> usize {
     );
     settled.len()
 }
+
+/// One write of several megabytes (a batch entry far over axum's 2 MB default body limit)
+/// sent to a follower: forwarded to the leader, replicated in one append request, applied on
+/// every node. Before the cluster port raised its limit, such appends were refused (413) and
+/// the group split into leaders of different terms.
+#[test]
+fn a_write_of_several_megabytes_reaches_every_node() {
+    let _serial = serial();
+    let mut cluster = Cluster::new(&bin(), "big-batch", 3, 0, false, &ARGS);
+    cluster.start_voters();
+    let (leader, _) = expect_leader(&mut cluster, &ALL);
+    let follower = ALL.into_iter().find(|id| *id != leader).expect("3 nodes");
+    let records: Vec<(String, Vec<f32>)> = (0..60_000u64)
+        .map(|n| (format!("big-{n}"), vector_for(n)))
+        .collect();
+    let client = Client::new(Duration::from_secs(60));
+    let reply = client
+        .upsert(&cluster.node(follower).url(), &records)
+        .expect("the upsert is answered");
+    assert!(
+        reply.is_2xx(),
+        "a 60,000-record upsert through follower {follower}: {}\n{}",
+        reply.brief(),
+        cluster.describe()
+    );
+    expect_converged(&mut cluster, &ALL);
+    for id in ALL {
+        let count = client
+            .count(&cluster.node(id).url())
+            .unwrap_or_else(|err| panic!("node {id}: {err}"));
+        assert_eq!(count, 60_000, "node {id} holds {count} records");
+    }
+    let (leader_after, _) = expect_leader(&mut cluster, &ALL);
+    assert_eq!(
+        leader_after, leader,
+        "the big append must not cost the leader its term"
+    );
+}

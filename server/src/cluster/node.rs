@@ -149,10 +149,17 @@ impl Node {
             .map_err(|err| {
                 format!("the leader (node {leader} at {addr}) did not answer: {err}; the write's outcome is unknown")
             })?;
+        let status = res.status();
         let bytes = res
             .bytes()
             .await
             .map_err(|err| format!("the leader's answer: {err}; the write's outcome is unknown"))?;
+        if !status.is_success() {
+            return Err(format!(
+                "the leader (node {leader}) refused the forwarded request: {status} {}",
+                String::from_utf8_lossy(&bytes)
+            ));
+        }
         rmp_serde::from_slice(&bytes).map_err(|err| format!("the leader's answer: {err}"))
     }
 }
