@@ -2,7 +2,7 @@
 //! log is the Raft log, its snapshots are Raft snapshots, and the engines are the state
 //! machine; with no `--peers` it is a one-node group on the same code path.
 //!
-//! - `types.rs`: the type configuration: a log entry's data is a [`Batch`] (the commands of
+//! - `types.rs`: the type configuration: a log entry's data is a [`Batch`](types::Batch) (the commands of
 //!   one group commit and the `now` the leader stamped on them).
 //! - `log_store.rs`: openraft's log storage over the redb command log (`log.rs`), with the
 //!   vote and the commit index beside the entries.

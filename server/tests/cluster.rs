@@ -1218,3 +1218,172 @@ fn a_write_of_several_megabytes_reaches_every_node() {
         "the big append must not cost the leader its term"
     );
 }
+
+/// A receiver that holds every call for `hold` before answering 200, and records how many
+/// calls it has open at once (the most, over its life) and every message id it got.
+struct SlowReceiver {
+    port: u16,
+    open: Arc<std::sync::atomic::AtomicUsize>,
+    most: Arc<std::sync::atomic::AtomicUsize>,
+    ids: Arc<Mutex<Vec<String>>>,
+}
+
+impl SlowReceiver {
+    fn start(hold: Duration) -> Self {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        use std::sync::atomic::AtomicUsize;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let open = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let ids = Arc::new(Mutex::new(Vec::new()));
+        let (o, m, i) = (Arc::clone(&open), Arc::clone(&most), Arc::clone(&ids));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (open, most, ids) = (Arc::clone(&o), Arc::clone(&m), Arc::clone(&i));
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+                    let Ok(mut writer) = stream.try_clone() else {
+                        return;
+                    };
+                    let mut reader = BufReader::new(stream);
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let (mut length, mut id) = (0usize, String::new());
+                        loop {
+                            let mut header = String::new();
+                            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let header = header.trim_end();
+                            if header.is_empty() {
+                                break;
+                            }
+                            if let Some((name, value)) = header.split_once(':') {
+                                let name = name.trim().to_ascii_lowercase();
+                                if name == "content-length" {
+                                    length = value.trim().parse().unwrap_or(0);
+                                } else if name == "upstash-message-id" {
+                                    id = value.trim().to_owned();
+                                }
+                            }
+                        }
+                        let mut body = vec![0u8; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now_open, Ordering::SeqCst);
+                        ids.lock().unwrap_or_else(PoisonError::into_inner).push(id);
+                        std::thread::sleep(hold);
+                        open.fetch_sub(1, Ordering::SeqCst);
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if writer.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self {
+            port,
+            open,
+            most,
+            ids,
+        }
+    }
+}
+
+/// How far a key's parallelism limit is exceeded when the leader dies with calls in flight:
+/// the new leader gives the dead one's calls back and makes them again, while the receiver
+/// still holds the old ones. The documented bound is twice the limit, for at most the old
+/// calls' duration; this measures the most calls the receiver had open at once.
+#[test]
+fn a_fail_over_exceeds_a_parallelism_limit_by_at_most_the_old_leaders_calls() {
+    let _serial = serial();
+    const LIMIT: usize = 2;
+    let hold = Duration::from_secs(3);
+    let receiver = SlowReceiver::start(hold);
+    let mut cluster = Cluster::new(&bin(), "parallelism", 3, 0, false, &ARGS);
+    cluster.start_voters();
+    let (leader, _) = expect_leader(&mut cluster, &ALL);
+    let follower = ALL.into_iter().find(|id| *id != leader).expect("3 nodes");
+    let client = Client::new(CLIENT_TIMEOUT);
+    let destination = format!("http://127.0.0.1:{}/slow", receiver.port);
+    let mut published = Vec::new();
+    for n in 0..8 {
+        let reply = client
+            .post(
+                &cluster.node(follower).url(),
+                &format!("/v2/publish/{destination}"),
+                format!("message {n}").into_bytes(),
+                &[
+                    ("Upstash-Flow-Control-Key", "k"),
+                    (
+                        "Upstash-Flow-Control-Value",
+                        &format!("parallelism={LIMIT}"),
+                    ),
+                ],
+            )
+            .expect("publish is answered");
+        assert_eq!(reply.status, 201, "publish {n}: {}", reply.brief());
+        published.push(
+            reply.json["messageId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    // The leader's first calls are open at the receiver: kill it now.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receiver.open.load(Ordering::SeqCst) < LIMIT && Instant::now() < deadline {
+        std::thread::sleep(ms(10));
+    }
+    assert_eq!(
+        receiver.open.load(Ordering::SeqCst),
+        LIMIT,
+        "the leader's calls are open"
+    );
+    let killed_at = Instant::now();
+    cluster.node_mut(leader).kill();
+    let survivors: Vec<u64> = ALL.into_iter().filter(|id| *id != leader).collect();
+    let (new_leader, _) = expect_leader(&mut cluster, &survivors);
+    let elected_after = killed_at.elapsed();
+    // Every message is delivered (8 calls of 3 s at 2 at a time, plus the repeats).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = receiver
+            .ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if published.iter().all(|id| got.contains(id)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every message was delivered after the fail-over: got {got:?} of {published:?}"
+        );
+        std::thread::sleep(ms(50));
+    }
+    let most = receiver.most.load(Ordering::SeqCst);
+    let repeats = receiver
+        .ids
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .len()
+        - published.len();
+    println!(
+        "parallelism={LIMIT}: at most {most} calls open at once across the fail-over \
+         (leader {leader} killed, node {new_leader} leads {:.1} s later); {repeats} calls repeated",
+        elected_after.as_secs_f64()
+    );
+    assert!(
+        most <= 2 * LIMIT,
+        "{most} calls were open at once: more than twice the limit {LIMIT}"
+    );
+}

@@ -1,4 +1,4 @@
-//! openraft's state machine over the engines. Applying an entry applies its [`Batch`]'s
+//! openraft's state machine over the engines. Applying an entry applies its [`Batch`](super::types::Batch)'s
 //! commands at the batch's `now`; the outcomes go back to the proposer in memory.
 //!
 //! A snapshot is the snapshot file of `snapshot.rs` (every engine's image, with the Raft
