@@ -380,3 +380,71 @@ fn k_beyond_matches_returns_every_match() {
         "k=1000",
     );
 }
+
+/// Dense ids over many windows of the accumulator (tens of thousands of ids), so that windows
+/// after the first run with a known threshold: all-positive values (the scatter that notes
+/// crossing ids, from the first window on), values with zeros (monotone, but zero-score
+/// documents exist), an all-negative query on all-negative lists (monotone downwards) and mixed
+/// signs (the bitmap path), each with ties, filters, reversed ties and several `k`.
+#[test]
+fn dense_ids_across_windows_match_brute_force() {
+    for (seed, kind) in [(21u64, 0u8), (22, 1), (23, 2), (24, 3)] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let zipf = Zipf::new(400, 1.1);
+        let mut index = SparseIndex::new();
+        let mut model = Model::new();
+        let value = |rng: &mut StdRng| -> f32 {
+            let v = if rng.random_bool(0.4) {
+                [0.5f32, 1.0, 1.5][rng.random_range(0..3)]
+            } else {
+                rng.random_range(0.05f32..2.0)
+            };
+            match kind {
+                1 if rng.random_bool(0.05) => 0.0,
+                2 => -v,
+                3 if rng.random_bool(0.2) => -v,
+                _ => v,
+            }
+        };
+        for id in 0..40_000u32 {
+            let len = rng.random_range(1..12);
+            let mut terms = BTreeSet::new();
+            while terms.len() < len {
+                terms.insert(zipf.sample(&mut rng));
+            }
+            let v: Vec<(i32, f32)> = terms.into_iter().map(|t| (t, value(&mut rng))).collect();
+            apply(&mut index, &mut model, &Op::Upsert(id, v));
+        }
+        // Churn: some ids removed, some re-inserted below the largest.
+        for _ in 0..2000 {
+            let id = rng.random_range(0..40_000u32);
+            apply(&mut index, &mut model, &Op::Remove(id));
+        }
+        for qi in 0..40 {
+            let len = rng.random_range(1..15);
+            let mut terms = BTreeSet::new();
+            while terms.len() < len {
+                terms.insert(zipf.sample(&mut rng));
+            }
+            let q: Vec<(i32, f32)> = terms
+                .into_iter()
+                .map(|t| (t, if kind == 2 { -1.0 } else { 1.0 }))
+                .collect();
+            let k = [1, 10, 10, 50, 1000][qi % 5];
+            let weighting = if qi % 2 == 0 {
+                Weighting::Idf
+            } else {
+                Weighting::None
+            };
+            let allow = if qi % 3 == 0 {
+                Allow::Modulo(4, 1)
+            } else {
+                Allow::All
+            };
+            let reverse = qi % 7 == 0;
+            let got = search(&index, &q, k, weighting, allow, reverse);
+            let want = brute(&model, &q, k, weighting, allow, reverse);
+            assert_same(&got, &want, &format!("seed {seed} query {qi}"));
+        }
+    }
+}

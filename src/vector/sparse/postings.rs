@@ -105,6 +105,16 @@ impl PostingList {
         self.min
     }
 
+    /// The ids, ascending.
+    pub(super) fn docs(&self) -> &[u32] {
+        &self.docs
+    }
+
+    /// The values, beside [`PostingList::docs`].
+    pub(super) fn vals(&self) -> &[f32] {
+        &self.vals
+    }
+
     pub(super) fn cursor(&self) -> Cursor<'_> {
         Cursor {
             docs: &self.docs,
