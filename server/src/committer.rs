@@ -104,13 +104,6 @@ impl Committer {
     }
 }
 
-/// When to write a snapshot.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SnapshotPolicy {
-    pub(crate) every_entries: u64,
-    pub(crate) interval: Duration,
-}
-
 /// Everything the committer thread owns.
 pub(crate) struct Worker {
     pub(crate) current: Arc<Current>,
@@ -118,7 +111,8 @@ pub(crate) struct Worker {
     pub(crate) runtime: tokio::runtime::Handle,
     /// The latest `now` applied (ms), kept by the state machine.
     pub(crate) applied_now: Arc<AtomicU64>,
-    pub(crate) policy: SnapshotPolicy,
+    /// A snapshot is also due after this long with new entries (`--snapshot-interval-secs`).
+    pub(crate) snapshot_interval: Duration,
     pub(crate) deliveries: mpsc::UnboundedSender<Vec<Dispatch<Message>>>,
 }
 
@@ -219,9 +213,9 @@ impl Worker {
                 let more = self.commit(batch, now);
                 dispatch_due = more || self.current.get().flow().lock().may_dispatch(now);
             }
-            let due = since_snapshot >= self.policy.every_entries
-                || bytes_since_snapshot >= SNAPSHOT_LOG_BYTES
-                || (since_snapshot > 0 && last_snapshot.elapsed() >= self.policy.interval);
+            // openraft itself snapshots after `--snapshot-every` entries, on every node.
+            let due = bytes_since_snapshot >= SNAPSHOT_LOG_BYTES
+                || (since_snapshot > 0 && last_snapshot.elapsed() >= self.snapshot_interval);
             if due || (shutdown.is_some() && since_snapshot > 0) {
                 if self.snapshot(shutdown.is_some()) {
                     since_snapshot = 0;

@@ -179,17 +179,28 @@ impl CommandLog {
 
     /// Drops every entry up to and including `index` (a snapshot covers them).
     pub(crate) fn truncate_through(&mut self, index: u64) -> Result<(), String> {
+        self.remove(..=index)
+    }
+
+    /// Drops the entries in `range` in one commit; a failure refuses every later write.
+    fn remove(&mut self, range: impl std::ops::RangeBounds<u64>) -> Result<(), String> {
         if let Some(why) = &self.failed {
             return Err(why.clone());
         }
-        let tx = self.write_tx()?;
-        {
-            let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
-            table
-                .retain_in(..=index, |_, _| false)
-                .map_err(|err| self.err(err))?;
+        let result = guarded(&self.path.display().to_string(), || {
+            let tx = self.write_tx()?;
+            {
+                let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
+                table
+                    .retain_in(range, |_, _| false)
+                    .map_err(|err| self.err(err))?;
+            }
+            tx.commit().map_err(|err| self.err(err))
+        });
+        if let Err(why) = &result {
+            self.failed = Some(why.clone());
         }
-        tx.commit().map_err(|err| self.err(err))
+        result
     }
 }
 
@@ -223,23 +234,7 @@ impl CommandLog {
 
     /// Drops the entries from `index` on (a new leader replaced them).
     pub(crate) fn truncate_from(&mut self, index: u64) -> Result<(), String> {
-        if let Some(why) = &self.failed {
-            return Err(why.clone());
-        }
-        let result = guarded(&self.path.display().to_string(), || {
-            let tx = self.write_tx()?;
-            {
-                let mut table = tx.open_table(LOG).map_err(|err| self.err(err))?;
-                table
-                    .retain_in(index.., |_, _| false)
-                    .map_err(|err| self.err(err))?;
-            }
-            tx.commit().map_err(|err| self.err(err))
-        });
-        if let Err(why) = &result {
-            self.failed = Some(why.clone());
-        }
-        result
+        self.remove(index..)
     }
 
     /// A small record of the `meta` table.

@@ -47,7 +47,7 @@ use cluster::network::Network;
 use cluster::node::Node;
 use cluster::state_machine::{MakeService, Store};
 use cluster::types::{NodeId, Raft};
-use committer::{Committer, SnapshotPolicy, Worker, wall_clock};
+use committer::{Committer, Worker, wall_clock};
 use config::Config;
 use current::Current;
 use dispatcher::Dispatcher;
@@ -187,10 +187,7 @@ async fn serve(config: Config) -> Result<(), String> {
         node: Arc::clone(&node),
         runtime: tokio::runtime::Handle::current(),
         applied_now,
-        policy: SnapshotPolicy {
-            every_entries: config.snapshot_every,
-            interval: config.snapshot_interval,
-        },
+        snapshot_interval: config.snapshot_interval,
         deliveries: deliveries_tx,
     });
     let app = Arc::new(App {

@@ -107,26 +107,9 @@ impl Node {
     }
 
     async fn ask_read_index(&self, leader: NodeId, addr: &str) -> Result<Option<u64>, String> {
-        let res = self
-            .network
-            .client
-            .post(format!("http://{addr}/raft/read-index"))
-            .timeout(READ_WAIT)
-            .send()
+        self.post_to(leader, addr, "read-index", Vec::new(), READ_WAIT)
             .await
-            .map_err(|err| format!("the leader (node {leader} at {addr}) is unreachable: {err}"))?;
-        let status = res.status();
-        let bytes = res
-            .bytes()
-            .await
-            .map_err(|err| format!("the leader's read index: {err}"))?;
-        if !status.is_success() {
-            return Err(format!(
-                "the leader (node {leader}) gave no read index: {}",
-                String::from_utf8_lossy(&bytes)
-            ));
-        }
-        rmp_serde::from_slice(&bytes).map_err(|err| format!("the leader's read index: {err}"))
+            .map_err(|err| format!("no read index: {err}"))
     }
 
     /// Sends a request to the leader and returns its answer.
@@ -138,29 +121,42 @@ impl Node {
             return Err("this node leads no longer; try again".to_owned());
         }
         let body = rmp_serde::to_vec_named(request).map_err(|err| err.to_string())?;
+        self.post_to(leader, &addr, "forward", body, FORWARD_WAIT)
+            .await
+            .map_err(|err| format!("{err}; the write's outcome is unknown"))
+    }
+
+    /// `POST http://<addr>/raft/<rpc>` to `leader`, its MessagePack answer decoded.
+    async fn post_to<T: serde::de::DeserializeOwned>(
+        &self,
+        leader: NodeId,
+        addr: &str,
+        rpc: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<T, String> {
         let res = self
             .network
             .client
-            .post(format!("http://{addr}/raft/forward"))
-            .timeout(FORWARD_WAIT)
+            .post(format!("http://{addr}/raft/{rpc}"))
+            .timeout(timeout)
             .body(body)
             .send()
             .await
-            .map_err(|err| {
-                format!("the leader (node {leader} at {addr}) did not answer: {err}; the write's outcome is unknown")
-            })?;
+            .map_err(|err| format!("the leader (node {leader} at {addr}) did not answer: {err}"))?;
         let status = res.status();
         let bytes = res
             .bytes()
             .await
-            .map_err(|err| format!("the leader's answer: {err}; the write's outcome is unknown"))?;
+            .map_err(|err| format!("the leader's answer (node {leader}): {err}"))?;
         if !status.is_success() {
             return Err(format!(
-                "the leader (node {leader}) refused the forwarded request: {status} {}",
+                "the leader (node {leader}) answered {status}: {}",
                 String::from_utf8_lossy(&bytes)
             ));
         }
-        rmp_serde::from_slice(&bytes).map_err(|err| format!("the leader's answer: {err}"))
+        rmp_serde::from_slice(&bytes)
+            .map_err(|err| format!("the leader's answer (node {leader}): {err}"))
     }
 }
 

@@ -375,25 +375,37 @@ fn scatter_marking(
     acc: &mut [f64; WINDOW],
     live: &mut [u64; WORDS],
 ) -> usize {
-    let len = docs.len().min(vals.len());
-    let in_window = |d: u32| ((d - base) as usize) < WINDOW;
-    let mut add = |d: u32, v: f32| {
-        let i = (d - base) as usize % WINDOW;
+    in_window(docs, vals, from, base, |i, v| {
         acc[i] += w * f64::from(v);
         live[i / 64] |= 1 << (i % 64);
-    };
+    })
+}
+
+/// Calls `add(offset in the window, value)` for the postings from `from` on whose ids fall in
+/// the window starting at `base`, four at a time where it can; the position after them.
+#[inline(always)]
+fn in_window(
+    docs: &[u32],
+    vals: &[f32],
+    from: usize,
+    base: u32,
+    mut add: impl FnMut(usize, f32),
+) -> usize {
+    let len = docs.len().min(vals.len());
+    let inside = |d: u32| ((d - base) as usize) < WINDOW;
+    let at = |d: u32| (d - base) as usize % WINDOW;
     let mut p = from;
     // Ids ascend, so when the fourth is in the window all four are.
-    while p + 4 <= len && in_window(docs[p + 3]) {
+    while p + 4 <= len && inside(docs[p + 3]) {
         let (d, v) = (&docs[p..p + 4], &vals[p..p + 4]);
-        add(d[0], v[0]);
-        add(d[1], v[1]);
-        add(d[2], v[2]);
-        add(d[3], v[3]);
+        add(at(d[0]), v[0]);
+        add(at(d[1]), v[1]);
+        add(at(d[2]), v[2]);
+        add(at(d[3]), v[3]);
         p += 4;
     }
-    while p < len && in_window(docs[p]) {
-        add(docs[p], vals[p]);
+    while p < len && inside(docs[p]) {
+        add(at(docs[p]), vals[p]);
         p += 1;
     }
     p
@@ -415,31 +427,15 @@ fn scatter_crossing(
     crossed: &mut [u16; 2 * WINDOW],
     n_crossed: &mut usize,
 ) -> usize {
-    let len = docs.len().min(vals.len());
-    let in_window = |d: u32| ((d - base) as usize) < WINDOW;
     let mut n = *n_crossed;
-    let mut add = |d: u32, v: f32| {
-        let i = (d - base) as usize % WINDOW;
+    let p = in_window(docs, vals, from, base, |i, v| {
         let before = acc[i];
         let after = before + w * f64::from(v);
         acc[i] = after;
         // Branch-free: always write, keep the entry only when the sum crossed.
         crossed[n % (2 * WINDOW)] = i as u16;
         n += usize::from((before < cut) & (after >= cut));
-    };
-    let mut p = from;
-    while p + 4 <= len && in_window(docs[p + 3]) {
-        let (d, v) = (&docs[p..p + 4], &vals[p..p + 4]);
-        add(d[0], v[0]);
-        add(d[1], v[1]);
-        add(d[2], v[2]);
-        add(d[3], v[3]);
-        p += 4;
-    }
-    while p < len && in_window(docs[p]) {
-        add(docs[p], vals[p]);
-        p += 1;
-    }
+    });
     *n_crossed = n;
     p
 }
