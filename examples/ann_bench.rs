@@ -4,7 +4,12 @@
 //! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
 //!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
 //!     [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
-//!     [--query-threads N]
+//!     [--query-threads N] [--build-threads N]
+//!
+//! `--build-threads N` builds with one `DenseIndex::insert_batch` call on N threads (also for
+//! N = 1) instead of one `insert` per vector, and prints its wall time and the CPU time of the
+//! whole process (`build_threads=… build_wall_s=… process_cpu_s=…`); compare runs with 1 and
+//! 2 by their wall time.
 //!
 //! `--query-threads N` adds, after the sweep, a scaling pass per ef: the queries answered by one
 //! thread, then the same queries split over N threads (query i to thread i mod N), alternated
@@ -87,13 +92,16 @@ struct Args {
     churn: f64,
     /// Threads of the query-scaling pass (1: no such pass).
     query_threads: usize,
+    /// Build with `DenseIndex::insert_batch` on this many threads (`None`: one `insert` per
+    /// vector, as a host adding vectors one at a time would).
+    build_threads: Option<usize>,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!("error: {msg}");
     eprintln!(
         "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
-         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F] [--query-threads N]"
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F] [--query-threads N] [--build-threads N]"
     );
     std::process::exit(2)
 }
@@ -112,6 +120,7 @@ fn parse_args() -> Args {
         limit: None,
         repeat: 1,
         query_threads: 1,
+        build_threads: None,
         filters: Vec::new(),
         exact_threshold: Some(0),
         churn: 0.0,
@@ -156,6 +165,7 @@ fn parse_args() -> Args {
             }
             "--repeat" => args.repeat = number(value()).max(1),
             "--query-threads" => args.query_threads = number(value()).max(1),
+            "--build-threads" => args.build_threads = Some(number(value()).max(1)),
             "--exact-threshold" => {
                 args.exact_threshold = match value().as_str() {
                     "default" => None,
@@ -203,6 +213,15 @@ fn parse_args() -> Args {
 /// 16,667 QPS.)
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn thread_cpu_s() -> Option<f64> {
+    cpu_s(3) // CLOCK_THREAD_CPUTIME_ID
+}
+
+/// `clock_gettime`'s clock for the whole process's CPU time (every thread's).
+const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+
+/// Seconds of `clock` (a CPU-time clock id of `clock_gettime`).
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn cpu_s(clock: i32) -> Option<f64> {
     #[repr(C)]
     struct Timespec {
         tv_sec: i64,
@@ -211,18 +230,22 @@ fn thread_cpu_s() -> Option<f64> {
     unsafe extern "C" {
         fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
     }
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
     let mut ts = Timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid, writable timespec (64-bit Linux layout); the call only writes it.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { clock_gettime(clock, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
 }
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 fn thread_cpu_s() -> Option<f64> {
+    None
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+fn cpu_s(_clock: i32) -> Option<f64> {
     None
 }
 
@@ -274,6 +297,9 @@ fn main() {
     if let Some(threshold) = args.exact_threshold {
         config = config.with_exact_threshold(threshold);
     }
+    if let Some(threads) = args.build_threads {
+        config = config.with_build_threads(threads);
+    }
     match args.exact_threshold {
         Some(0) => println!(
             "path=graph (exact-scan threshold forced to 0: every search below goes through the graph)"
@@ -286,14 +312,35 @@ fn main() {
     let before = LIVE.load(Ordering::Relaxed);
     let start = Instant::now();
     let cpu_start = thread_cpu_s();
+    let process_cpu_start = cpu_s(CLOCK_PROCESS_CPUTIME_ID);
     let mut index = DenseIndex::new(config).unwrap_or_else(|e| usage(&e.to_string()));
     index.reserve(base.len());
+    if let Some(threads) = args.build_threads {
+        index
+            .insert_batch(
+                base.iter()
+                    .enumerate()
+                    .map(|(id, v)| (id as u32, v.as_slice())),
+            )
+            .unwrap_or_else(|e| usage(&format!("base: {e}")));
+        let process_cpu = cpu_s(CLOCK_PROCESS_CPUTIME_ID)
+            .zip(process_cpu_start)
+            .map_or(f64::NAN, |(end, begin)| end - begin);
+        println!(
+            "build_threads={threads} build_wall_s={:.2} process_cpu_s={process_cpu:.2} (one insert_batch call)",
+            start.elapsed().as_secs_f64()
+        );
+    }
     let bar = ProgressBar::new(base.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("building {bar:40} {pos}/{len} {per_sec} eta {eta}")
             .expect("a valid template"),
     );
-    for (id, v) in base.iter().enumerate() {
+    for (id, v) in base
+        .iter()
+        .enumerate()
+        .filter(|_| args.build_threads.is_none())
+    {
         index
             .insert(id as u32, v)
             .unwrap_or_else(|e| usage(&format!("base row {id}: {e}")));
@@ -314,7 +361,7 @@ fn main() {
         base.len() as f64 / build_s,
         held as f64 / 1e6
     );
-    if let Some(cpu) = build_cpu_s {
+    if let Some(cpu) = build_cpu_s.filter(|_| args.build_threads.is_none_or(|t| t == 1)) {
         println!(
             "cpu build_cpu_s={:.2} build_per_cpu_s={:.0} (thread CPU time; wall figures above suffer on a loaded machine)",
             cpu,

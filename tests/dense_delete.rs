@@ -82,12 +82,16 @@ enum Op {
     Remove {
         id: u32,
     },
+    /// `insert_batch` of several puts (an id may repeat: the later one wins), built on two
+    /// threads.
+    Batch(Vec<(u32, usize)>),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (0u32..400, 0usize..2_000).prop_map(|(id, v)| Op::Put { id, v }),
         2 => (0u32..400).prop_map(|id| Op::Remove { id }),
+        1 => prop::collection::vec((0u32..400, 0usize..2_000), 1..60).prop_map(Op::Batch),
     ]
 }
 
@@ -99,7 +103,8 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// After any interleaving of inserts, replacements and removals (compactions included),
+    /// After any interleaving of inserts, replacements, removals and parallel batch inserts
+    /// (compactions included),
     /// graph searches never return a removed or replaced-away vector, and recall@10 against
     /// the exact answer stays high: removals repair the graph instead of leaving holes.
     #[test]
@@ -110,7 +115,8 @@ proptest! {
         let pool = for_metric(metric, clustered(2_000, 12, 10, 5));
         let config = DenseConfig::new(12, metric)
             .with_exact_threshold(0)
-            .with_rebuild_fraction(0.3);
+            .with_rebuild_fraction(0.3)
+            .with_build_threads(2);
         let mut index = DenseIndex::new(config).expect("valid config");
         let mut model: BTreeMap<u32, Vec<f32>> = BTreeMap::new();
         for id in 0..400u32 {
@@ -126,6 +132,14 @@ proptest! {
                 }
                 Op::Remove { id } => {
                     prop_assert_eq!(index.remove(id), model.remove(&id).is_some());
+                }
+                Op::Batch(ref items) => {
+                    index
+                        .insert_batch(items.iter().map(|&(id, v)| (id, pool[v].as_slice())))
+                        .expect("valid");
+                    for &(id, v) in items {
+                        model.insert(id, pool[v].clone());
+                    }
                 }
             }
         }

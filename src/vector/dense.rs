@@ -140,6 +140,65 @@ impl DenseIndex {
         Ok(())
     }
 
+    /// Inserts or replaces many vectors at once, building their graph links on
+    /// [`DenseConfig::build_threads`] threads. The result is what inserting them one by one
+    /// in order gives (a later item with the same id replaces an earlier one), except that
+    /// with more than one thread the graph is as good but not bit for bit the same.
+    ///
+    /// # Errors
+    /// The first invalid vector's error, as [`DenseIndex::insert`] gives it; nothing is
+    /// inserted then.
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+    /// let mut index = DenseIndex::new(DenseConfig::new(2, Metric::Euclidean))?;
+    /// let bad = index.insert_batch([(1, [1.0, 0.0].as_slice()), (2, [f32::NAN, 0.0].as_slice())]);
+    /// assert!(bad.is_err());
+    /// assert!(index.is_empty());
+    /// index.insert_batch([(1, [1.0, 0.0].as_slice()), (2, [0.0, 1.0].as_slice())])?;
+    /// assert_eq!(index.len(), 2);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    pub fn insert_batch<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = (u32, &'a [f32])>,
+    ) -> Result<(), VectorError> {
+        let items: Vec<(u32, &[f32])> = items.into_iter().collect();
+        for (_, vector) in &items {
+            self.validate(vector)?;
+        }
+        let before = self.store.slots();
+        let mut replaced = Vec::new();
+        for &(id, vector) in &items {
+            // A slot of this batch replaced by a later item never reaches the graph.
+            if let Some(old) = self.store.slot_of(id).filter(|&s| (s as usize) < before) {
+                replaced.push(old);
+            }
+            self.store.push(id, vector);
+        }
+        match &mut self.graph {
+            Some(graph) => {
+                let fresh: Vec<u32> = (before as u32..self.store.slots() as u32)
+                    .filter(|&s| self.store.is_live(s))
+                    .collect();
+                graph.insert_batch(&self.store, &fresh, self.config.build_threads);
+                for &old in &replaced {
+                    graph.remove(&self.store, old);
+                }
+            }
+            None if self.store.len() > self.config.exact_threshold && !self.bulk_loading => {
+                self.build_graph();
+            }
+            None => {}
+        }
+        if !replaced.is_empty() {
+            self.maybe_compact();
+        }
+        Ok(())
+    }
+
     /// Makes room for `additional` more vectors, so a bulk load allocates once and exactly.
     ///
     /// # Examples
@@ -471,11 +530,10 @@ impl DenseIndex {
         self.graph = self.new_graph();
         if let Some(graph) = &mut self.graph {
             graph.reserve(self.reserved.max(self.store.slots()));
-            for slot in 0..self.store.slots() as u32 {
-                if self.store.is_live(slot) {
-                    graph.insert(&self.store, slot);
-                }
-            }
+            let live: Vec<u32> = (0..self.store.slots() as u32)
+                .filter(|&slot| self.store.is_live(slot))
+                .collect();
+            graph.insert_batch(&self.store, &live, self.config.build_threads);
         }
     }
 

@@ -80,6 +80,13 @@ pub struct DenseConfig {
     pub backend: GraphBackend,
     /// How searches walk the graph (default [`Traversal::Exact`]).
     pub traversal: Traversal,
+    /// Threads that build the native graph when many vectors go in at once: when the index
+    /// first passes the exact-scan threshold, in [`DenseIndex::insert_batch`](super::DenseIndex::insert_batch),
+    /// and when a snapshot without graph links is loaded (`1..=256`, default 1). One thread
+    /// builds the same graph for the same inserts every time; more build one as good but not
+    /// bit for bit the same (which node sees which depends on timing), so a host that needs
+    /// identical replicas keeps 1. Single inserts always use one thread.
+    pub build_threads: usize,
 }
 
 /// The largest `ef` (construction or search) accepted; wider beams cost more than an exact scan
@@ -106,6 +113,7 @@ impl DenseConfig {
             rebuild_fraction: 0.25,
             backend: GraphBackend::default(),
             traversal: Traversal::default(),
+            build_threads: 1,
         }
     }
 
@@ -173,6 +181,29 @@ impl DenseConfig {
         self
     }
 
+    /// Sets [`DenseConfig::build_threads`].
+    ///
+    /// # Examples
+    /// ```
+    /// use flowvec::vector::Metric;
+    /// use flowvec::vector::dense::{DenseConfig, DenseIndex};
+    /// let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    /// let config = DenseConfig::new(2, Metric::Euclidean)
+    ///     .with_exact_threshold(0)
+    ///     .with_build_threads(threads);
+    /// let mut index = DenseIndex::new(config)?;
+    /// let points: Vec<(u32, [f32; 2])> = (0..100).map(|i| (i, [i as f32, 1.0])).collect();
+    /// index.insert_batch(points.iter().map(|(id, v)| (*id, v.as_slice())))?;
+    /// let hits = index.search(&[42.2, 1.0], 1, None, None, None)?;
+    /// assert_eq!(hits[0].0, 42);
+    /// # Ok::<(), flowvec::vector::VectorError>(())
+    /// ```
+    #[must_use]
+    pub fn with_build_threads(mut self, build_threads: usize) -> Self {
+        self.build_threads = build_threads;
+        self
+    }
+
     /// Checks every parameter.
     ///
     /// # Errors
@@ -200,6 +231,13 @@ impl DenseConfig {
         }
         if !(1..=MAX_EF).contains(&self.ef_search) {
             return Err(bad("ef_search", self.ef_search, "between 1 and 10000"));
+        }
+        if !(1..=256).contains(&self.build_threads) {
+            return Err(bad(
+                "build_threads",
+                self.build_threads,
+                "between 1 and 256",
+            ));
         }
         if !(self.rebuild_fraction > 0.0 && self.rebuild_fraction <= 1.0) {
             return Err(bad("rebuild_fraction", self.rebuild_fraction, "in (0, 1]"));

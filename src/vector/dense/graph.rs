@@ -22,6 +22,15 @@ pub(crate) trait AnnGraph: Send + Sync {
     /// Adds `slot` (already in `store`).
     fn insert(&mut self, store: &Store, slot: u32);
 
+    /// Adds `slots` (already in `store`), on up to `threads` threads if the backend can
+    /// build in parallel (the default inserts them one by one, in order).
+    fn insert_batch(&mut self, store: &Store, slots: &[u32], threads: usize) {
+        let _ = threads;
+        for &slot in slots {
+            self.insert(store, slot);
+        }
+    }
+
     /// `slot` was just tombstoned in `store`: repair the graph around it if the backend can
     /// (the default does nothing: the slot stays a waypoint that searches filter out).
     fn remove(&mut self, store: &Store, slot: u32) {
