@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """flowvec against its peers on one dataset, one thread each: dense ANN (hnswlib, faiss-cpu
-IndexHNSWFlat, usearch, flowvec's hnsw_rs backend), sparse exact top-10 (scipy.sparse CSR
-product) and filtered dense search (hnswlib's filter callback).
+IndexHNSWFlat and IndexHNSWSQ 8-bit + IndexRefineFlat, glass (pyglass-portable), SymphonyQG
+(rabitqlib), usearch, flowvec's hnsw_rs backend), sparse top-10 (scipy.sparse CSR product,
+Seismic, BMP), filtered dense search (hnswlib's filter callback) and the flow-control engine
+against governor (`cargo bench --bench flow`).
 
 Run through `run.sh` (it creates the venv); see README.md in this folder. Writes
 `target/peers/peers.md` (tables, flowvec/peer ratios), `target/peers/results.json` (every
@@ -15,11 +17,14 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON
     os.environ[var] = "1"
 
 import argparse
+import contextlib
 import ctypes
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +36,13 @@ RECALL_TARGETS = (0.90, 0.95, 0.99)
 FULL_EFS = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 QUICK_EFS = [16, 32, 64, 128]
 FILTER_EFS = [64]
+# Dense libraries run in interleaved rounds (--only key, report name), and the peers the
+# "flowvec vs the best peer" table picks from.
+ROUND_LIBS = (("native", "flowvec native"), ("int8", "flowvec native int8"), ("hnswlib", "hnswlib"),
+              ("faiss", "faiss HNSWFlat"), ("faiss_sq8", "faiss HNSWSQ8+refine"), ("glass", "glass"),
+              ("symqg", "SymphonyQG"))
+ROUND_NAMES = [name for _, name in ROUND_LIBS]
+BEST_PEER_NAMES = ("hnswlib", "faiss HNSWSQ8+refine", "glass", "SymphonyQG")
 
 
 def log(msg):
@@ -80,6 +92,21 @@ class Timer:
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.w0
         self.cpu = time.process_time() - self.c0
+
+
+@contextlib.contextmanager
+def native_stdout_to_stderr():
+    """Sends what native code prints on stdout (glass and Seismic print progress there) to
+    stderr for the block, so stdout carries only the report."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def best_of(repeat, fn):
@@ -145,6 +172,86 @@ def run_faiss(base, queries, gt, efs, args):
     return out
 
 
+FAISS_SQ8_K_FACTOR = 2  # refine 2k = 20 SQ8 candidates with exact inner products
+
+
+def run_faiss_sq8(base, queries, gt, efs, args):
+    """faiss IndexHNSWSQ (8-bit scalar quantizer, one (min, max) per dimension) walked on the SQ8
+    codes, wrapped in IndexRefineFlat: the HNSW returns k * k_factor candidates, re-ranked with
+    exact inner products over a float copy of the vectors."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    n, dim = base.shape
+    before = rss_bytes()
+    hnsw = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, args.m, faiss.METRIC_INNER_PRODUCT)
+    hnsw.hnsw.efConstruction = args.ef_construction
+    index = faiss.IndexRefineFlat(hnsw)  # must wrap the empty index: it adds to both
+    index.k_factor = FAISS_SQ8_K_FACTOR
+    with Timer() as t:
+        index.train(base)  # the SQ8 ranges (one pass over the base)
+        index.add(base)
+    mem = rss_bytes() - before
+    out = {"build_s": t.wall, "build_cpu_s": t.cpu, "mem_mb": mem / 1e6, "points": [],
+           "k_factor": FAISS_SQ8_K_FACTOR}
+    for ef in efs:
+        hnsw.hnsw.efSearch = ef
+        wall, cpu, (_, labels) = best_of(args.repeat, lambda: index.search(queries, K))
+        out["points"].append(point(ef, recall_at_k(labels, gt), len(queries), wall, cpu))
+    return out
+
+
+def run_glass(base, queries, gt, efs, args):
+    """glass (pyglass-portable): HNSW graph with R = 2M, L = efConstruction, built on fp32;
+    searched with SQ8U codes, the candidates refined in fp32. `optimize` tunes its prefetch
+    settings on sample queries (one thread); its time is kept apart from the build."""
+    import glass
+
+    glass.set_num_threads(1)
+    n, dim = base.shape
+    before = rss_bytes()
+    with native_stdout_to_stderr():
+        with Timer() as t:
+            builder = glass.Index("HNSW", metric="IP", quant="FP32", R=2 * args.m, L=args.ef_construction)
+            graph = builder.build(base)
+            searcher = glass.Searcher(graph, base, "IP", "SQ8U", "FP32")
+        with Timer() as opt:
+            searcher.optimize(1)
+    del builder  # the builder is not needed to search
+    mem = rss_bytes() - before
+    out = {"build_s": t.wall, "build_cpu_s": t.cpu, "optimize_cpu_s": opt.cpu, "mem_mb": mem / 1e6,
+           "points": []}
+    for ef in efs:
+        searcher.set_ef(ef)
+        wall, cpu, (labels, _) = best_of(args.repeat, lambda: searcher.batch_search(queries, K, 1))
+        out["points"].append(point(ef, recall_at_k(labels, gt), len(queries), wall, cpu))
+    return out
+
+
+def run_symqg(base, queries, gt, efs, args):
+    """SymphonyQG (rabitqlib SymqgIndex): max degree 2M (rounded up to a multiple of 32, which it
+    requires), 8-bit RaBitQ codes for the vectors, 1-bit FastScan codes for the neighbours; PiPNN
+    initialisation then one refinement pass (the library's default build). `search_batch`
+    answers the whole batch in one call (one thread). Its build is seeded from random_device:
+    recall moves a little from one build to the next."""
+    import rabitqlib
+
+    n, dim = base.shape
+    before = rss_bytes()
+    with native_stdout_to_stderr():
+        degree = max(32, -(-2 * args.m // 32) * 32)
+        index = rabitqlib.SymqgIndex(dim, degree, metric="ip", quantization_bits=8)
+        with Timer() as t:
+            index.build(base, args.ef_construction, num_threads=1)
+    mem = rss_bytes() - before
+    out = {"build_s": t.wall, "build_cpu_s": t.cpu, "mem_mb": mem / 1e6, "points": []}
+    for ef in efs:
+        e = max(ef, K)  # it wants ef >= k
+        wall, cpu, (labels, _) = best_of(args.repeat, lambda: index.search_batch(queries, K, e, num_threads=1))
+        out["points"].append(point(ef, recall_at_k(labels, gt), len(queries), wall, cpu))
+    return out
+
+
 def run_usearch(base, queries, gt, efs, args):
     from usearch.index import Index
 
@@ -175,6 +282,8 @@ def run_flowvec(backend, paths, efs, args, filters, extra=(), tag=None):
         "--metric", "cosine", "--m", str(args.m), "--ef-construction", str(args.ef_construction),
         "--backend", backend, "--ef", ",".join(map(str, efs)), "--repeat", str(args.repeat),
     ] + list(extra)
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
     for mod, path in filters.items():
         cmd += ["--filter", f"{mod}={path}"]
     log("  " + " ".join(cmd))
@@ -214,7 +323,18 @@ def qps_at(points, target, key):
 
 
 # ---------------------------------------------------------------------------------------------
-# Sparse: flowvec's exact engine vs a scipy CSR product.
+# Sparse: flowvec's exact engine vs a scipy CSR product, Seismic and BMP.
+
+SPARSE_WEIGHTINGS = (("bm25", "dev_gt_sparse.ivecs"), ("bm25+idf", "dev_gt_sparse_idf.ivecs"))
+# Seismic, approximate: (query_cut, heap_factor); query_cut None = every query term.
+SEISMIC_SETTINGS = ((20, 0.9), (None, 0.7))
+# BMP: block size 2 was the fastest of 1, 2, 4, 8, 16, 32 on minilm-text (its base is in random
+# order, no document reordering, so block maxima are loose and small blocks prune best). Its
+# per-term block maxima are a dense terms x blocks array unless compress_range is set: 990 MB
+# resident at block size 2 without it, 162 MB with it, and a little faster with it.
+BMP_BSIZE = 2
+BMP_COMPRESS_RANGE = True
+BMP_MAX_QUERY_WEIGHT = 32  # bmp's MAX_TERM_WEIGHT: it scales each query's largest weight to 32
 
 
 def load_sparse(path, n_cols=None):
@@ -228,22 +348,39 @@ def load_sparse(path, n_cols=None):
     return np.array(indptr), np.array(indices, dtype=np.int64), np.array(values, dtype=np.float32)
 
 
-def run_scipy_sparse(data, args):
-    import scipy.sparse as sp
-
+def load_sparse_data(data):
+    """Base and dev queries as CSR arrays, the idf used for the `bm25+idf` rows (the dataset's
+    formula), and the query values of each weighting (binary, or idf(t))."""
     bp, bi, bv = load_sparse(data / "base_sparse.jsonl")
     qp, qi, qv = load_sparse(data / "dev_queries_sparse.jsonl")
     vocab = int(max(bi.max(), qi.max())) + 1
-    docs = sp.csr_matrix((bv, bi, bp), shape=(len(bp) - 1, vocab))
-    docs_t = docs.T.tocsr()  # term-major: the product below walks postings
-    n = docs.shape[0]
+    n = len(bp) - 1
     df = np.bincount(bi, minlength=vocab).astype(np.float64)
     idf = np.log((n - df + 0.5) / (df + 0.5) + 1.0)
+    qvals = {"bm25": qv, "bm25+idf": (qv * idf[qi]).astype(np.float32)}
+    gts = {name: read_vecs(data / f, np.int32) for name, f in SPARSE_WEIGHTINGS}
+    return {"bp": bp, "bi": bi, "bv": bv, "qp": qp, "qi": qi, "qvals": qvals, "vocab": vocab, "n": n,
+            "nq": len(qp) - 1, "gts": gts}
+
+
+def sparse_row(recall, nq, wall, cpu, build=None, mem_mb=None, **extra):
+    row = {"recall": recall, "qps": nq / wall, "qps_cpu": nq / cpu if cpu else None, "mem_mb": mem_mb}
+    if build is not None:
+        row["build_s"], row["build_cpu_s"] = build.wall, build.cpu
+    row.update(extra)
+    return row
+
+
+def run_scipy_sparse(sd, args):
+    import scipy.sparse as sp
+
+    with Timer() as t:
+        docs = sp.csr_matrix((sd["bv"], sd["bi"], sd["bp"]), shape=(sd["n"], sd["vocab"]))
+        docs_t = docs.T.tocsr()  # term-major: the product below walks postings
+    mem = (docs_t.data.nbytes + docs_t.indices.nbytes + docs_t.indptr.nbytes) / 1e6
     out = {}
-    for name, gt_file, weight in (("bm25", "dev_gt_sparse.ivecs", None), ("bm25+idf", "dev_gt_sparse_idf.ivecs", idf)):
-        vals = qv if weight is None else (qv * weight[qi]).astype(np.float32)
-        q = sp.csr_matrix((vals, qi, qp), shape=(len(qp) - 1, vocab))
-        gt = read_vecs(data / gt_file, np.int32)
+    for name, _ in SPARSE_WEIGHTINGS:
+        q = sp.csr_matrix((sd["qvals"][name], sd["qi"], sd["qp"]), shape=(sd["nq"], sd["vocab"]))
 
         def search():
             found = []
@@ -255,13 +392,92 @@ def run_scipy_sparse(data, args):
             return found
 
         wall, cpu, found = best_of(args.repeat, search)
-        out[name] = {"recall": recall_at_k(found, gt), "qps": q.shape[0] / wall, "qps_cpu": q.shape[0] / cpu}
+        out[name] = sparse_row(recall_at_k(found, sd["gts"][name]), sd["nq"], wall, cpu, t, mem)
+    return out
+
+
+def run_seismic(sd, args):
+    """Seismic (pyseismic-lsr): SeismicIndex built in memory from the CSR arrays (component id =
+    term id, the library's default build settings, one thread), searched with `batch_search`
+    on one thread at each of SEISMIC_SETTINGS. Returns {setting label: {weighting: row}}."""
+    import seismic
+
+    st = seismic.get_seismic_string()
+    bp, qp, qi = sd["bp"], sd["qp"], sd["qi"]
+    before = rss_bytes()
+    with native_stdout_to_stderr():
+        with Timer() as t:
+            ds = seismic.SeismicDataset(dim=sd["vocab"])
+            ds.add_documents_by_id([str(i) for i in range(sd["n"])], sd["bi"], sd["bv"], bp.astype(np.int64))
+            index = seismic.SeismicIndex.build_from_dataset(ds, num_threads=1)
+        del ds
+    mem = (rss_bytes() - before) / 1e6
+    qids = np.array([str(i) for i in range(sd["nq"])], dtype=st)
+    comps = [np.array([str(x) for x in qi[qp[i]:qp[i + 1]]], dtype=st) for i in range(sd["nq"])]
+    all_terms = int(np.diff(qp).max())
+    out = {}
+    for cut, heap in SEISMIC_SETTINGS:
+        label = f"seismic query_cut={cut or 'all'} heap_factor={heap}"
+        out[label] = {}
+        for name, _ in SPARSE_WEIGHTINGS:
+            vals = [np.ascontiguousarray(sd["qvals"][name][qp[i]:qp[i + 1]], dtype=np.float32) for i in range(sd["nq"])]
+            wall, cpu, res = best_of(args.repeat, lambda: index.batch_search(
+                qids, comps, vals, K, cut or all_terms, heap, num_threads=1))
+            found = [[int(r[2]) for r in row] for row in res]
+            out[label][name] = sparse_row(recall_at_k(found, sd["gts"][name]), sd["nq"], wall, cpu, t, mem,
+                                          query_cut=cut or all_terms, heap_factor=heap)
+    return out
+
+
+def run_bmp(sd, args):
+    """BMP (block-max pruning, PyPI `bmp`): it stores 8-bit integer impacts and 8-bit query
+    weights and sums them in a 16-bit accumulator. Doc values are quantized to round(v * s)
+    (at least 1), s = min(255 / max v, 65535 / (32 * largest row sum)): no score can wrap
+    whatever the query (bmp scales every query's largest weight to 32). Queries go through
+    `Searcher.search` (one Python call per query, one thread), alpha = beta = 1 (no early
+    termination, all query terms): exact over the quantized values."""
+    import bmp
+
+    bp, bi, bv, qp, qi = sd["bp"], sd["bi"], sd["bv"], sd["qp"], sd["qi"]
+    row_sum = np.add.reduceat(bv.astype(np.float64), bp[:-1])
+    scale = min(255 / float(bv.max()), 65535 / (BMP_MAX_QUERY_WEIGHT * float(row_sum.max())))
+    impacts = np.maximum(1, np.rint(bv * scale)).astype(np.int64)
+    terms = [str(x) for x in range(sd["vocab"])]
+    tmp = Path(tempfile.mkdtemp(prefix="bmp-", dir=args.out))
+    try:
+        with native_stdout_to_stderr():
+            with Timer() as t:
+                indexer = bmp.Indexer(str(tmp / "index.bmp"), bsize=BMP_BSIZE, compress_range=BMP_COMPRESS_RANGE)
+                bi_list, imp_list = bi.tolist(), impacts.tolist()
+                for i in range(sd["n"]):
+                    a, b = int(bp[i]), int(bp[i + 1])
+                    indexer.add_document(str(i), {terms[x]: w for x, w in zip(bi_list[a:b], imp_list[a:b])})
+                indexer.finish()
+                del indexer
+                before = rss_bytes()
+                searcher = bmp.Searcher(str(tmp / "index.bmp"))
+        mem = (rss_bytes() - before) / 1e6
+        file_mb = (tmp / "index.bmp").stat().st_size / 1e6
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = {}
+    for name, _ in SPARSE_WEIGHTINGS:
+        vals = sd["qvals"][name].astype(np.float64).tolist()
+        qi_list = qi.tolist()
+        queries = [{terms[x]: v for x, v in zip(qi_list[qp[i]:qp[i + 1]], vals[qp[i]:qp[i + 1]])}
+                   for i in range(sd["nq"])]
+        wall, cpu, res = best_of(args.repeat, lambda: [searcher.search(q, k=K, alpha=1.0, beta=1.0) for q in queries])
+        found = [[int(x) for x in docnos] for docnos, _ in res]
+        out[name] = sparse_row(recall_at_k(found, sd["gts"][name]), sd["nq"], wall, cpu, t, mem,
+                               bsize=BMP_BSIZE, compress_range=BMP_COMPRESS_RANGE, impact_scale=scale,
+                               file_mb=file_mb)
     return out
 
 
 def run_flowvec_sparse(data, args):
     out = {}
-    for name, gt_file, extra in (("bm25", "dev_gt_sparse.ivecs", []), ("bm25+idf", "dev_gt_sparse_idf.ivecs", ["--idf"])):
+    for name, gt_file in SPARSE_WEIGHTINGS:
+        extra = ["--idf"] if name == "bm25+idf" else []
         cmd = [str(ROOT / "target/release/examples/sparse_bench"), "--base", str(data / "base_sparse.jsonl"),
                "--queries", str(data / "dev_queries_sparse.jsonl"), "--gt", str(data / gt_file),
                "--repeat", str(args.repeat)] + extra
@@ -269,7 +485,71 @@ def run_flowvec_sparse(data, args):
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         (Path(args.out) / f"sparse_bench_{name}.txt").write_text(text)
         m = re.search(r"recall@10=([0-9.]+) qps=([0-9.]+)", text)
-        out[name] = {"recall": float(m.group(1)), "qps": float(m.group(2))}
+        b = re.search(r"build_s=([0-9.]+)", text)
+        mem = re.search(r"memory:.*?\bbytes=(\d+)", text)
+        c = re.search(r"qps_cpu=([0-9.]+)", text)
+        out[name] = {"recall": float(m.group(1)), "qps": float(m.group(2)),
+                     "qps_cpu": float(c.group(1)) if c else None,
+                     "build_s": float(b.group(1)) if b else None,
+                     "mem_mb": int(mem.group(1)) / 1e6 if mem else None}
+    return out
+
+
+def merge_sparse_best(old, new):
+    """Keeps, per engine and weighting, the best QPS (wall and CPU) and build time of the rounds."""
+    if old is None:
+        return new
+    out = {}
+    for name, row in new.items():
+        a = old.get(name)
+        if a is None:
+            out[name] = row
+            continue
+        m = dict(a)
+        if abs(a["recall"] - row["recall"]) > 0.002:
+            log(f"  note: sparse recall differs between rounds ({name}): {a['recall']:.4f} vs {row['recall']:.4f}")
+        m["qps"] = max(a["qps"], row["qps"])
+        if a.get("qps_cpu") is not None and row.get("qps_cpu") is not None:
+            m["qps_cpu"] = max(a["qps_cpu"], row["qps_cpu"])
+        for k in ("build_s", "build_cpu_s"):
+            if a.get(k) is not None and row.get(k) is not None:
+                m[k] = min(a[k], row[k])
+        m["rounds"] = a.get("rounds", 1) + 1
+        out[name] = m
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Flow: the flow-control engine against governor (benches/flow.rs prints the figures from its
+# main when criterion's filter matches no benchmark).
+
+FLOW_TARGETS = {"one_key_ns": 100.0, "random_ratio": 1.0, "per_key_b": 125.8, "per_message_b": 41.9}
+
+
+def run_flow(args):
+    log("flow: building benches/flow.rs (cargo bench --no-run, bench profile)")
+    subprocess.run(["cargo", "bench", "-p", "flowvec", "--bench", "flow", "--no-run"], cwd=ROOT, check=True)
+    cmd = ["cargo", "bench", "-p", "flowvec", "--bench", "flow", "--", "nomatch-xyz"]
+    log("flow: " + " ".join(cmd))
+    text = subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True).stdout
+    (Path(args.out) / "flow_bench.txt").write_text(text)
+    out = {"rows": {}, "per_message_b": None, "per_key_b": None}
+    num = r"([0-9.]+)"
+    for line in text.splitlines():
+        m = re.match(rf"\s*(1 key|1M keys, random slots|1M keys)\s*: flow\s+{num}\s*/\s*{num} ns \| governor\s+"
+                     rf"{num}\s*/\s*{num} ns \| ratio flow/governor {num}\s*/\s*{num}", line)
+        if m:
+            v = [float(x) for x in m.groups()[1:]]
+            out["rows"][m.group(1)] = {"flow_median_ns": v[0], "flow_best_ns": v[1], "governor_median_ns": v[2],
+                                       "governor_best_ns": v[3], "ratio_median": v[4], "ratio_best": v[5]}
+        m = re.match(rf"waiting message: {num} B", line)
+        if m:
+            out["per_message_b"] = float(m.group(1))
+        m = re.match(rf"live key.*?: {num} B each", line)
+        if m:
+            out["per_key_b"] = float(m.group(1))
+    if len(out["rows"]) < 3 or out["per_key_b"] is None or out["per_message_b"] is None:
+        log(f"flow: could not parse every line of benches/flow.rs's report; see {Path(args.out) / 'flow_bench.txt'}")
     return out
 
 
@@ -287,42 +567,55 @@ def ratio(a, b):
     return f"{a / b:.2f}×" if a is not None and b not in (None, 0) else "—"
 
 
-def merge_best(old, new):
-    """Keeps the faster of two measurements of one library: build and QPS per ef."""
+def merge_best(old, new, name=""):
+    """Keeps the faster of two measurements of one library: build and QPS per ef. Recall is the
+    same every round for a deterministic build; where it is not (SymphonyQG seeds its build from
+    `std::random_device`), the mean over the rounds is kept."""
     if old is None:
         new["rounds"] = 1
         return new
     out = dict(old)
-    out["rounds"] = old.get("rounds", 1) + 1
+    rounds = old.get("rounds", 1)
+    out["rounds"] = rounds + 1
     for k in ("build_s", "build_cpu_s"):
         out[k] = min(old[k], new[k])
     points = []
     for a, b in zip(old["points"], new["points"]):
         if abs(a["recall"] - b["recall"]) > 0.002:
-            log(f"  note: recall differs between rounds at ef={a['ef']}: {a['recall']:.4f} vs {b['recall']:.4f}")
-        points.append(dict(a, qps=max(a["qps"], b["qps"]), qps_cpu=max(a["qps_cpu"], b["qps_cpu"])))
+            log(f"  note: {name} recall differs between rounds at ef={a['ef']}: {a['recall']:.4f} vs {b['recall']:.4f}"
+                " (the mean is kept)")
+        recall = (a["recall"] * rounds + b["recall"]) / (rounds + 1)
+        points.append(dict(a, recall=recall, qps=max(a["qps"], b["qps"]), qps_cpu=max(a["qps_cpu"], b["qps_cpu"])))
     out["points"] = points
     return out
 
 
 def report(res, args, elapsed):
     key = "qps_cpu"
+    meta = res["meta"]
     lines = [
-        f"# flowvec vs peers — {res['meta']['dataset']}",
+        f"# flowvec vs peers — {meta['dataset']}",
         "",
-        f"{res['meta']['n']:,} base vectors, {res['meta']['nq']:,} queries, dim {res['meta']['dim']}, "
-        f"M={args.m}, efConstruction={args.ef_construction}, one thread, recall@10. QPS and build "
-        f"rates from CPU time (best of {args.repeat} passes; flowvec, hnswlib and faiss also best of "
-        f"{args.rounds} interleaved rounds, each rebuilt; the machine is shared), memory = index heap. "
-        f"Run {res['meta']['started']} UTC, {elapsed / 60:.1f} min, load average before "
-        f"{res['meta']['load_before']}. Ratios: flowvec native / peer (>1 is flowvec better; for memory <1).",
+        f"CPU: {meta['cpu']}. Run {meta['started']} UTC, {elapsed / 60:.1f} min, load average before "
+        f"{meta['load_before']}.",
+    ]
+    dense = res["dense"]
+    lines += [] if not dense else [
+        "",
+        f"{meta['n']:,} base vectors{' (--limit)' if meta.get('limit') else ''}, {meta['nq']:,} queries, "
+        f"dim {meta['dim']}, M={args.m}{' (R=2M for glass and SymphonyQG)' if {'glass', 'SymphonyQG'} & set(dense) else ''}, "
+        f"efConstruction={args.ef_construction}, "
+        f"one thread, recall@10. QPS and build rates from CPU time (best of {args.repeat} passes; "
+        f"{', '.join(n for n in ROUND_NAMES if n in dense) or 'none'} also best of {args.rounds} interleaved "
+        f"rounds, each rebuilt; the machine "
+        f"is shared), memory = index heap (Python libraries: growth of the resident set over the build). "
+        f"Ratios: flowvec native / peer (>1 is flowvec better; for memory <1).",
         "",
         "## Dense",
         "",
         "| library | build (vec/s) | memory (MB) | QPS @ recall 0.90 | QPS @ 0.95 | QPS @ 0.99 | recall at ef=64 | QPS at ef=64 |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    dense = res["dense"]
     nat = dense.get("flowvec native")
     n = res["meta"]["n"]
     for name, r in dense.items():
@@ -353,16 +646,54 @@ def report(res, args, elapsed):
                   "of the vectors, rescoring candidates exactly) / hnswlib: build "
                   f"{ratio(hl['build_cpu_s'], q8['build_cpu_s'])}, memory {ratio(q8['mem_mb'], hl['mem_mb'])}, QPS "
                   + " / ".join(ratio(a, b) for a, b in zip(q8_at, hl_at)) + " at recall 0.90 / 0.95 / 0.99."]
+    best_rows = []
+    for target in (0.95, 0.99):
+        cands = [(qps_at(dense[p]["points"], target, key), p) for p in BEST_PEER_NAMES if p in dense]
+        cands = [(q, n) for q, n in cands if q is not None]
+        if not cands or not nat:
+            continue
+        bq, bn = max(cands)
+        nq_ = qps_at(nat["points"], target, key)
+        q8q = qps_at(q8["points"], target, key) if q8 else None
+        best_rows.append(
+            f"| {target:.2f} | {bn} | {fmt(bq)} | {fmt(dense[bn]['mem_mb'], 1)} | {fmt(nq_)} | {ratio(nq_, bq)} | "
+            f"{fmt(nat['mem_mb'], 1)} | {fmt(q8q)} | {ratio(q8q, bq)} | {fmt(q8['mem_mb'], 1) if q8 else '—'} |")
+    if best_rows:
+        lines += ["", "## flowvec vs the best peer", "",
+                  f"Best peer = the highest QPS (CPU) at that recall among {', '.join(BEST_PEER_NAMES)} "
+                  "(those measured in this run that reach it). Ratios >1: flowvec faster.", "",
+                  "| recall@10 | best peer | its QPS | its memory (MB) | flowvec default (exact walk) QPS | "
+                  "flowvec / peer | flowvec memory (MB) | flowvec int8 walk QPS | int8 / peer | int8 memory (MB) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"] + best_rows
     if "sparse" in res:
-        lines += ["", "## Sparse (exact top-10)", "",
-                  "| weighting | flowvec recall | flowvec QPS | scipy CSR recall | scipy QPS | flowvec / scipy |",
-                  "|---|---|---|---|---|---|"]
-        for w, f in res["sparse"]["flowvec"].items():
-            s = res["sparse"]["scipy"][w]
-            lines.append(f"| {w} | {f['recall']:.4f} | {fmt(f['qps'])} | {s['recall']:.4f} | {fmt(s['qps'])} | "
-                         f"{ratio(f['qps'], s['qps'])} |")
-        lines += ["", "Sparse QPS is wall-clock (flowvec's sparse_bench prints no CPU time); scipy scores "
-                  "100 queries per matrix product, flowvec one query at a time."]
+        sp_ = res["sparse"]
+        fv = sp_.get("flowvec", {})
+        lines += ["", "## Sparse top-10", "",
+                  "| weighting | engine | recall@10 | QPS (wall) | QPS (CPU) | build (s) | memory (MB) | flowvec / engine (QPS, CPU) "
+                  "| flowvec / engine (QPS, wall) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for w, _ in SPARSE_WEIGHTINGS:
+            for engine, rows in sp_.items():
+                r = rows.get(w)
+                if r is None:
+                    continue
+                f = fv.get(w)
+                build = r.get("build_cpu_s", r.get("build_s"))
+                lines.append(f"| {w} | {engine} | {r['recall']:.4f} | {fmt(r['qps'])} | {fmt(r.get('qps_cpu'))} | "
+                             f"{fmt(build, 2)} | {fmt(r.get('mem_mb'), 1)} | "
+                             f"{'—' if engine == 'flowvec' else ratio(f.get('qps_cpu') if f else None, r.get('qps_cpu'))} | "
+                             f"{'—' if engine == 'flowvec' else ratio(f['qps'] if f else None, r['qps'])} |")
+        lines += ["", "Every engine runs on one thread; the ratios that count use CPU time (thread CPU time in "
+                  "flowvec's sparse_bench, `time.process_time()` in Python), as the dense tables do, since wall "
+                  "time on the shared host also counts waiting; the wall-clock ratio is shown beside them. Best of "
+                  f"{args.repeat} passes and of {args.rounds} interleaved rounds. flowvec and "
+                  "scipy are exact (ties aside: the ground truth gives a tie to the smaller id); Seismic is "
+                  "approximate; BMP is exact over 8-bit quantized impacts, so its recall is below 1. scipy scores "
+                  "100 queries per matrix product, Seismic answers the 1,000 queries in one `batch_search` call "
+                  "(one thread), BMP and flowvec one query per call. Build: CPU seconds for the Python engines "
+                  "(scipy: the CSR transpose; BMP: a Python loop adding documents, then its file is loaded), "
+                  "wall seconds for flowvec. Memory: flowvec `SparseIndex::memory_bytes`, scipy the term-major "
+                  "CSR arrays, Seismic and BMP the growth of the resident set."]
     if res.get("filtered"):
         f = res["filtered"]
         lines += ["", "## Filtered dense (allow ids with id % N == 0), ef=64", "",
@@ -378,8 +709,41 @@ def report(res, args, elapsed):
                   "which sends a filter passing fewer vectors to an exact scan. hnswlib: "
                   "`knn_query(filter=callable)` (a Python call per visited node, which is how a hnswlib "
                   "user filters from Python). Ground truth: exact top-10 over the allowed ids."]
-    lines += ["", "## Sweep (every point)", "", "| library | ef | recall@10 | QPS (CPU) | QPS (wall) |",
-              "|---|---|---|---|---|"]
+    if "flow" in res:
+        fl = res["flow"]
+        t = FLOW_TARGETS
+        lines += ["", "## Flow (flowvec flow control vs governor)", "",
+                  "`cargo bench -p flowvec --bench flow -- nomatch-xyz` (criterion runs no benchmark; the bench's "
+                  "main prints a counting-allocator memory report and 25 batches of 200k calls per line: median / "
+                  "best). flow = publish → poll_dispatch → complete; governor = keyed `check_key`. "
+                  "Targets are judged on the median.", "",
+                  "| measure | flowvec (median / best) | governor (median / best) | flow / governor (median / best) | target | met |",
+                  "|---|---|---|---|---|---|"]
+
+        def met(ok):
+            return "—" if ok is None else ("yes" if ok else "**no**")
+
+        for label, target, check in (
+            ("1 key", f"≤ {t['one_key_ns']:g} ns", lambda r: r["flow_median_ns"] <= t["one_key_ns"]),
+            ("1M keys", "—", None),
+            ("1M keys, random slots", f"≤ {t['random_ratio']:g}× governor", lambda r: r["ratio_median"] <= t["random_ratio"]),
+        ):
+            r = fl["rows"].get(label)
+            if r is None:
+                lines.append(f"| {label} cycle | — | — | — | {target} | — |")
+                continue
+            lines.append(f"| {label} cycle | {r['flow_median_ns']:.1f} / {r['flow_best_ns']:.1f} ns | "
+                         f"{r['governor_median_ns']:.1f} / {r['governor_best_ns']:.1f} ns | "
+                         f"{r['ratio_median']:.2f}× / {r['ratio_best']:.2f}× | {target} | {met(check(r) if check else None)} |")
+        for label, k, target in (("memory per live key", "per_key_b", t["per_key_b"]),
+                                 ("memory per waiting message", "per_message_b", t["per_message_b"])):
+            v = fl.get(k)
+            lines.append(f"| {label} | {fmt(v, 1)} B | — | — | ≤ {target:g} B | {met(None if v is None else v <= target)} |")
+        lines += ["", "Raw output: `flow_bench.txt`. 1M keys: keys visited in creation order; random slots: "
+                  "in another order, so the key's slot misses the cache too."]
+    if dense:
+        lines += ["", "## Sweep (every point)", "", "| library | ef | recall@10 | QPS (CPU) | QPS (wall) |",
+                  "|---|---|---|---|---|"]
     for name, r in dense.items():
         for p in r["points"]:
             lines.append(f"| {name} | {p['ef']} | {p['recall']:.4f} | {fmt(p['qps_cpu'])} | {fmt(p['qps'])} |")
@@ -408,6 +772,25 @@ def plot(res, path):
     fig.savefig(path, dpi=110)
 
 
+def cpu_model():
+    """`lscpu`'s model name and L3 size, for the report's header."""
+    try:
+        text = subprocess.run(["lscpu"], check=True, capture_output=True, text=True,
+                              env=dict(os.environ, LC_ALL="C")).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (lscpu failed)"
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    model = fields.get("Model name", "unknown").strip()
+    l3 = fields.get("L3 cache", "").strip()
+    cpus = fields.get("CPU(s)", "").strip()
+    return model + (f", L3 {l3}" if l3 else "") + (f", {cpus} CPUs" if cpus else "")
+
+
+ALL_NAMES = ["native", "int8", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
+             "sparse", "scipy", "seismic", "bmp", "filtered", "flow"]
+SPARSE_PEERS = ("scipy", "seismic", "bmp")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/work/shared/datasets/minilm-text")
@@ -417,27 +800,59 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3,
                     help="interleaved rounds of the fast dense libraries (flowvec native, int8, hnswlib, "
-                         "faiss), best per ef: the host's memory bandwidth drifts by minutes")
-    ap.add_argument("--quick", action="store_true", help="4 ef values, skip hnsw_rs, sparse and filtered")
-    ap.add_argument("--only", default="", help="comma list: native,int8,hnsw_rs,hnswlib,faiss,usearch,sparse,filtered")
+                         "faiss, faiss_sq8, glass, symqg) and of the sparse engines, best per ef / per "
+                         "engine: the host's memory bandwidth drifts by minutes")
+    ap.add_argument("--quick", action="store_true",
+                    help="4 ef values; native, int8, hnswlib, faiss, usearch only (no hnsw_rs, faiss_sq8, "
+                         "glass, symqg, sparse, filtered, flow)")
+    ap.add_argument("--only", default="",
+                    help="comma list of: " + ",".join(ALL_NAMES) + " (sparse = flowvec sparse with every "
+                         "sparse peer; scipy, seismic, bmp = flowvec sparse with that peer only)")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="dense only: keep the first N base vectors and recompute the ground truth "
+                         "(exact inner product, numpy) over them; for quick checks")
     args = ap.parse_args()
     started = time.time()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = Path(args.data)
     efs = QUICK_EFS if args.quick else FULL_EFS
-    default = ["native", "int8", "hnswlib", "faiss", "usearch"] + ([] if args.quick else ["hnsw_rs", "sparse", "filtered"])
-    only = set(args.only.split(",")) if args.only else set(default)
+    quick = ["native", "int8", "hnswlib", "faiss", "usearch"]
+    full = ["native", "int8", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
+            "sparse", "filtered", "flow"]
+    only = set(filter(None, args.only.split(","))) or set(quick if args.quick else full)
+    unknown = only - set(ALL_NAMES)
+    if unknown:
+        ap.error(f"unknown --only names: {', '.join(sorted(unknown))} (known: {', '.join(ALL_NAMES)})")
+    sparse_peers = [p for p in SPARSE_PEERS if p in only or "sparse" in only]
+    if args.limit and args.limit <= 4000 and "filtered" in only:
+        ap.error("--limit 4000 or less with `filtered`: ann_bench's default-planner run keeps an index that "
+                 "small graph-less (exact-scan threshold 4,000) and stops; use a larger --limit or leave "
+                 "`filtered` out of --only")
 
-    log("building flowvec examples (release)")
-    subprocess.run(["cargo", "build", "--release", "--example", "ann_bench", "--example", "sparse_bench"],
-                   cwd=ROOT, check=True)
+    if only & {"native", "int8", "hnsw_rs", "filtered"} or sparse_peers:
+        log("building flowvec examples (release)")
+        subprocess.run(["cargo", "build", "--release", "--example", "ann_bench", "--example", "sparse_bench"],
+                       cwd=ROOT, check=True)
     paths = {"base": data / "base.fvecs", "queries": data / "dev_queries.fvecs", "gt": data / "dev_gt.ivecs"}
     base = read_vecs(paths["base"], np.float32)
     queries = read_vecs(paths["queries"], np.float32)
     gt = read_vecs(paths["gt"], np.int32)
+    if args.limit and args.limit < len(base):
+        base = np.ascontiguousarray(base[:args.limit])
+        scores = queries @ base.T  # unit vectors: inner product = cosine
+        depth = min(100, len(base))
+        top = np.argpartition(-scores, depth - 1, axis=1)[:, :depth]
+        order = np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1, kind="stable")
+        gt = np.take_along_axis(top, order, axis=1).astype(np.int32)
+        paths["gt"] = out / f"gt_limit{args.limit}.ivecs"
+        write_ivecs(paths["gt"], gt)
+        log(f"--limit {args.limit}: first {len(base):,} base vectors, ground truth recomputed in {paths['gt']}")
+    else:
+        args.limit = None
     res = {"meta": {"dataset": data.name, "n": len(base), "nq": len(queries), "dim": base.shape[1],
-                    "m": args.m, "efc": args.ef_construction, "efs": efs,
+                    "m": args.m, "efc": args.ef_construction, "efs": efs, "limit": args.limit,
+                    "cpu": cpu_model(), "only": sorted(only),
                     "started": time.strftime("%Y-%m-%d %H:%M", time.gmtime(started)),
                     "load_before": open("/proc/loadavg").read().split()[0]},
            "dense": {}}
@@ -456,19 +871,21 @@ def main():
     # minutes: one pass each, one after another, once measured the same build 1.14x or 1.52x
     # hnswlib. So they run in interleaved rounds, each library rebuilt every round, and each
     # keeps its best build and its best QPS per ef (recall is the same every round).
-    fast = [
-        ("native", "flowvec native", lambda: run_flowvec("native", paths, efs, args, {})),
-        ("int8", "flowvec native int8", lambda: run_flowvec("native", paths, efs, args, {},
-                                                            extra=["--traversal", "int8"], tag="native_int8")),
-        ("hnswlib", "hnswlib", lambda: run_hnswlib(base, queries, gt, efs, args, {})),
-        ("faiss", "faiss HNSWFlat", lambda: run_faiss(base, queries, gt, efs, args)),
-    ]
-    for round_no in range(1, max(1, args.rounds) + 1):
-        for key, name, run in fast:
-            if key in only:
-                log(f"{name} (round {round_no} of {args.rounds})")
-                r = run()
-                res["dense"][name] = merge_best(res["dense"].get(name), r)
+    runs = {
+        "native": lambda: run_flowvec("native", paths, efs, args, {}),
+        "int8": lambda: run_flowvec("native", paths, efs, args, {}, extra=["--traversal", "int8"], tag="native_int8"),
+        "hnswlib": lambda: run_hnswlib(base, queries, gt, efs, args, {}),
+        "faiss": lambda: run_faiss(base, queries, gt, efs, args),
+        "faiss_sq8": lambda: run_faiss_sq8(base, queries, gt, efs, args),
+        "glass": lambda: run_glass(base, queries, gt, efs, args),
+        "symqg": lambda: run_symqg(base, queries, gt, efs, args),
+    }
+    if only & set(runs):
+        for round_no in range(1, max(1, args.rounds) + 1):
+            for key, name in ROUND_LIBS:
+                if key in only:
+                    log(f"{name} (round {round_no} of {args.rounds})")
+                    res["dense"][name] = merge_best(res["dense"].get(name), runs[key](), name)
     if "usearch" in only:
         log("usearch")
         res["dense"]["usearch"] = run_usearch(base, queries, gt, efs, args)
@@ -489,18 +906,37 @@ def main():
         fgts = {mod: read_vecs(p, np.int32) for mod, p in filters.items()}
         r = run_hnswlib(base, queries, gt, FILTER_EFS, args, fgts)
         res["filtered"]["hnswlib"] = {str(k): v for k, v in r["filtered"].items()}
-    if "sparse" in only:
-        log("sparse: flowvec vs scipy")
-        res["sparse"] = {"flowvec": run_flowvec_sparse(data, args), "scipy": run_scipy_sparse(data, args)}
+    if sparse_peers:
+        # Interleaved rounds like the dense libraries: every engine rebuilt each round, best QPS kept.
+        sd = load_sparse_data(data)
+        sparse = {}
+        for round_no in range(1, max(1, args.rounds) + 1):
+            log(f"sparse: flowvec (round {round_no} of {args.rounds})")
+            got = {"flowvec": run_flowvec_sparse(data, args)}
+            if "scipy" in sparse_peers:
+                log(f"sparse: scipy CSR (round {round_no} of {args.rounds})")
+                got["scipy"] = run_scipy_sparse(sd, args)
+            if "seismic" in sparse_peers:
+                log(f"sparse: seismic (round {round_no} of {args.rounds})")
+                got.update(run_seismic(sd, args))
+            if "bmp" in sparse_peers:
+                log(f"sparse: bmp (round {round_no} of {args.rounds})")
+                got[f"bmp bsize={BMP_BSIZE}"] = run_bmp(sd, args)  # compress_range on
+            for engine, rows in got.items():
+                sparse[engine] = merge_sparse_best(sparse.get(engine), rows)
+        res["sparse"] = sparse
+    if "flow" in only:
+        res["flow"] = run_flow(args)
 
     elapsed = time.time() - started
+    res["meta"]["elapsed_min"] = round(elapsed / 60, 2)
     (out / "results.json").write_text(json.dumps(res, indent=1))
     md = report(res, args, elapsed)
     (out / "peers.md").write_text(md)
     if res["dense"]:
         plot(res, out / "recall_qps.png")
     print(md)
-    log(f"done in {elapsed / 60:.1f} min: {out / 'peers.md'}, {out / 'recall_qps.png'}")
+    log(f"done in {elapsed / 60:.1f} min: {out / 'peers.md'}" + (f", {out / 'recall_qps.png'}" if res["dense"] else ""))
 
 
 if __name__ == "__main__":
