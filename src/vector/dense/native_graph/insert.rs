@@ -5,6 +5,11 @@
 //! its top level, a beam search of `ef_construction` on every level below, the heuristic's
 //! choice of neighbours, and links back from them (pruned with the same heuristic when full).
 //!
+//! A node's own lists, on every level, are stored before any neighbour links back to it: until
+//! then no other insertion can reach it, so none starts a search from a half-built node or
+//! has its link to the node overwritten (measured before this order: a parallel build of
+//! 3,000 8-d vectors left 1–3 nodes that no list pointed to).
+//!
 //! With more than one thread the nodes are handed out one at a time from a shared counter and
 //! inserted concurrently, as hnswlib does: every writer of a node's lists holds that node's
 //! lock (one byte per node, only for the batch), and the rare node whose level passes the
@@ -142,7 +147,12 @@ impl Insertion<'_> {
         };
         let mut cur = graph.descend(&scorer, entry, max_level, level);
         let mut sorted = Vec::new();
-        let mut chosen = Vec::new();
+        // The node's lists, top level first. They are all chosen and stored before any node
+        // links back to it, so no one reaches the node while a level of it is still empty
+        // (a search entering there would see nothing else, and its own links back would be
+        // overwritten). On one thread this is the paper's order too: a level's links back
+        // touch only that level, which the searches of the levels below never read.
+        let mut lists: Vec<(u8, Vec<u32>)> = Vec::new();
         for l in (0..=level.min(max_level)).rev() {
             graph.search_layer(store, &scorer, cur, graph.ef_construction, l, None, scratch);
             sorted.clear();
@@ -153,14 +163,20 @@ impl Insertion<'_> {
             if let Some(best) = sorted.first() {
                 cur = *best;
             }
+            let mut chosen = Vec::new();
             NativeGraph::select(store, &sorted, graph.m, &mut chosen);
-            {
-                let _guard = self.lock(slot);
-                graph.set_links(slot, l, &chosen);
+            lists.push((l, chosen));
+        }
+        {
+            let _guard = self.lock(slot);
+            for (l, chosen) in &lists {
+                graph.set_links(slot, *l, chosen);
             }
-            let cap = if l == 0 { graph.m0 } else { graph.m };
-            for &n in &chosen {
-                self.link_back(n, slot, l, cap);
+        }
+        for (l, chosen) in &lists {
+            let cap = if *l == 0 { graph.m0 } else { graph.m };
+            for &n in chosen {
+                self.link_back(n, slot, *l, cap);
             }
         }
         if let Some(top) = &mut top {
