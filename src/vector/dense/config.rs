@@ -29,8 +29,8 @@ pub enum Traversal {
     /// magnitude), a quarter of the bytes per visited node; the candidates are then rescored
     /// exactly, so returned scores are exact. Costs `dimension + 4` bytes per vector (+4 more
     /// for Euclidean). Native graph only; ignored by `hnsw-rs`. Measured on 43,000 × 384-d
-    /// text embeddings (`benches/peers`): 29,510 QPS at recall@10 0.95 against the exact walk's
-    /// 14,517, index memory 90.0 MB against 73.3.
+    /// text embeddings (`benches/peers`, 2026-11-25): 36,035 QPS at recall@10 0.95 against the exact
+    /// walk's 16,784, index memory 90.0 MB against 73.3.
     Int8,
 }
 
