@@ -396,7 +396,7 @@ def summary_row(r, n):
 
 
 def glass_opt(res):
-    parts = [f"{e['libs']['glass']['optimize_cpu_s']:.1f} s at {e['n']:,}"
+    parts = [f"{e['libs']['glass']['optimize_cpu_s']:.1f} s on {e['name']}"
              for k, e in sorted(res["sizes"].items(), key=lambda kv: size_order(kv[0]))
              if "optimize_cpu_s" in e["libs"].get("glass", {})]
     return f" ({', '.join(parts)})" if parts else ""
@@ -405,20 +405,24 @@ def glass_opt(res):
 def ratio_cell(s):
     if not s["ratio"]:
         return "—"
-    cores = f" ({s['cores1']:.2f} → {s['cores2']:.2f} cores)" if s["cores1"] and s["cores2"] else ""
+    cores = ""
+    if s["cores1"] and s["cores2"]:
+        contended = ", contended" if s["cores2"] < 1.8 else ""
+        cores = f" ({s['cores1']:.2f} → {s['cores2']:.2f} cores{contended})"
     return f"{s['ratio']:.2f}×{cores}"
 
 
 def extended_efs(res):
     """Names the runs whose sweep went past ef 128 (runs made with `--efs` up to 128 stop there)."""
-    more = []
+    more, beyond = [], set()
     for key in sorted(res["sizes"], key=size_order):
         e = res["sizes"][key]
         for lib, (label, _) in LIBS.items():
-            efs = sorted(p["ef"] for p in e["libs"].get(lib, {}).get("points", []) if p["ef"] > 128)
+            efs = {p["ef"] for p in e["libs"].get(lib, {}).get("points", []) if p["ef"] > 128}
             if efs:
                 more.append(f"{label} at {e['n']:,}")
-    return f", and on to {', '.join(map(str, EFS[8:]))} for {', '.join(more)}" if more else ""
+                beyond |= efs
+    return f", and on to {', '.join(map(str, sorted(beyond)))} for {', '.join(more)}" if more else ""
 
 
 def report(res):
@@ -432,7 +436,7 @@ def report(res):
         f"on {cpu['model']} (family {cpu['family']}, model {cpu['model_id']}; {cpu['cpus']} CPUs"
         f"{', ' + cpu['hypervisor'] + ' guest' if cpu.get('hypervisor') else ''}), L3 {cpu['l3']}; "
         "the machine is shared with other jobs. flowvec at "
-        f"{meta.get('flowvec_rev', '?')}.",
+        f"{' and '.join(sorted({r.get('flowvec_rev', '?') for e in res['sizes'].values() for k, r in e['libs'].items() if k in ('flowvec', 'int8')})) or '—'}.",
         "",
         "M=16 (hnswlib, flowvec), efConstruction=200; glass: HNSW graph R=32 (= 2M, so M=16), L=200, searched "
         "with SQ8U codes and an FP32 rerank; SymphonyQG: degree 32, ef_construction 200, 8-bit RaBitQ codes. "
@@ -655,7 +659,7 @@ def main():
     if args.report_only:
         print(save_reports(res, json_path, out, args))
         return
-    res["meta"].update({"gen": GEN, "cpu": cpu_info(), "efs": EFS, "repeat": args.repeat, "flowvec_rev": flowvec_rev})
+    res["meta"].update({"gen": GEN, "cpu": cpu_info(), "efs": EFS, "repeat": args.repeat})
     res["meta"]["runs"] = sorted(set(res["meta"].get("runs", [])) | {stamp})
 
     def save():
@@ -684,6 +688,8 @@ def main():
             r["measured"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
             r["efs"] = efs
             r["repeat"] = args.repeat
+            if lib in ("flowvec", "int8"):
+                r["flowvec_rev"] = flowvec_rev
             entry["libs"][lib] = r
             s = summary_row(r, len(B))
             log(f"  {time.time() - t0:.0f} s: build {s['build_s']:.1f} s, {s['rate1']:.0f} vec/s"
