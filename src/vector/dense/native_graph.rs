@@ -394,7 +394,12 @@ impl NativeGraph {
             for l in 0..=level {
                 let at = links.len();
                 links.push(0);
-                links.extend(self.links(slot, l).iter().filter_map(|&s| node_of(s)));
+                links.extend(
+                    self.neighbours(slot, l)
+                        .iter()
+                        .map(load)
+                        .filter_map(&node_of),
+                );
                 links[at] = (links.len() - at - 1) as u32;
             }
         }
@@ -489,11 +494,16 @@ impl NativeGraph {
             let around = self.links(slot, l);
             let cap = if l == 0 { self.m0 } else { self.m };
             for &n in &around {
-                if !store.is_live(n) || !self.links(n, l).contains(&slot) {
+                if !store.is_live(n) || !self.neighbours(n, l).iter().any(|w| load(w) == slot) {
                     continue;
                 }
                 candidates.clear();
-                for &c in self.links(n, l).iter().chain(&around) {
+                for c in self
+                    .neighbours(n, l)
+                    .iter()
+                    .map(load)
+                    .chain(around.iter().copied())
+                {
                     if c != n
                         && c != slot
                         && store.is_live(c)
