@@ -154,7 +154,7 @@ fn filtered_query(c: &mut Criterion) {
             let v: Vec<f32> = (0..DIM).map(|_| rng.random_range(-1.0..1.0)).collect();
             let h = (i * 7919) % N;
             Vector::dense(i.to_string(), v)
-                .with_metadata(json!({"cent": h % 100, "half": h % 2 == 0}))
+                .with_metadata(json!({"cent": h % 100, "half": h.is_multiple_of(2)}))
         })
         .collect();
     for chunk in records.chunks(2000) {

@@ -17,7 +17,7 @@ fn concurrent_searches_match_sequential_ones() {
             ));
         }
         for (graph, index) in &indexes {
-            let allow = |id: u32| id % 3 != 0;
+            let allow = |id: u32| !id.is_multiple_of(3);
             let run = |q: &Vec<f32>| {
                 (
                     index.search(q, 10, None, None, None).expect("valid"),

@@ -121,7 +121,7 @@ proptest! {
                     }
                     Op::Search(q, k, m) => {
                         let q = floats(q);
-                        let allow = |id: u32| id % u32::from(*m) == 0;
+                        let allow = |id: u32| id.is_multiple_of(u32::from(*m));
                         let got: Vec<u32> = index
                             .search(&q, *k, None, Some(&allow), None)
                             .expect("valid")

@@ -46,7 +46,7 @@ fn metadata(i: usize) -> Value {
     let h = (i * 7919) % N;
     let mut m = json!({
         "row": i,
-        "half": h % 2 == 0,
+        "half": h.is_multiple_of(2),
         "dec": h % 10,
         "cent": h % 100,
         "name": format!("r{}-{i}", h % 100),

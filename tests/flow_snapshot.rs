@@ -204,8 +204,8 @@ proptest! {
             let path = &numbers[i.index(numbers.len())];
             *json.pointer_mut(path).unwrap() = Value::from(v);
         }
-        if let Ok(snap) = serde_json::from_value::<FlowSnapshot<String>>(json) {
-            if let Ok(mut fc) = FlowControl::restore(snap, t(3)) {
+        if let Ok(snap) = serde_json::from_value::<FlowSnapshot<String>>(json)
+            && let Ok(mut fc) = FlowControl::restore(snap, t(3)) {
                 let far = t(10_000_000);
                 for k in fc.keys(far) {
                     let _ = fc.resume(&k.flow_control_key, far);
@@ -217,7 +217,6 @@ proptest! {
                     prop_assert!(n < 10_000);
                 }
             }
-        }
     }
 }
 

@@ -268,7 +268,7 @@ mod tests {
                         [((x >> (i * 2)) % 9) as usize]
                 })
                 .map(|b| {
-                    if x % 3 == 0 {
+                    if x.is_multiple_of(3) {
                         b
                     } else if b < 0x20 || b == 0x7f {
                         b'z'

@@ -67,11 +67,11 @@ impl Default for Period {
 impl fmt::Display for Period {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.0;
-        if s % SECS_PER_DAY == 0 {
+        if s.is_multiple_of(SECS_PER_DAY) {
             write!(f, "{}d", s / SECS_PER_DAY)
-        } else if s % SECS_PER_HOUR == 0 {
+        } else if s.is_multiple_of(SECS_PER_HOUR) {
             write!(f, "{}h", s / SECS_PER_HOUR)
-        } else if s % SECS_PER_MINUTE == 0 {
+        } else if s.is_multiple_of(SECS_PER_MINUTE) {
             write!(f, "{}m", s / SECS_PER_MINUTE)
         } else {
             write!(f, "{s}s")

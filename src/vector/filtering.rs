@@ -124,11 +124,11 @@ pub(crate) fn select<'f, 'm>(
         let Some(metadata) = metadata_of(slot) else {
             continue;
         };
-        if filter.matches(metadata) {
-            if let Some(word) = bits.get_mut(slot as usize / 64) {
-                *word |= 1 << (slot % 64);
-                count += 1;
-            }
+        if filter.matches(metadata)
+            && let Some(word) = bits.get_mut(slot as usize / 64)
+        {
+            *word |= 1 << (slot % 64);
+            count += 1;
         }
     }
     Selection::Matches { bits, count }

@@ -461,12 +461,12 @@ impl Loader {
         if !d.is_empty() {
             return Err(d.corrupt("namespace section has trailing bytes"));
         }
-        if let Some((previous, _, _)) = &self.current {
-            if name <= *previous {
-                return Err(d.corrupt(format!(
-                    "namespace {name:?} follows {previous:?}, expected names in increasing order"
-                )));
-            }
+        if let Some((previous, _, _)) = &self.current
+            && name <= *previous
+        {
+            return Err(d.corrupt(format!(
+                "namespace {name:?} follows {previous:?}, expected names in increasing order"
+            )));
         }
         index
             .with_namespace(&name, |ns| {

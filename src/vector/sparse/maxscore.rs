@@ -224,10 +224,12 @@ pub(super) fn search<const STATS: bool>(
                 for &i in &crossed[..n_crossed] {
                     let (i, x) = (usize::from(i), acc[usize::from(i)]);
                     stats.scored += 1;
-                    if x >= cut && allow.is_none_or(|f| f(id(i))) && top.push(id(i), x as f32) {
-                        if let Some(thr) = top.threshold() {
-                            cut = cut.max(entry_cut(thr, 0.0, bounds.slack));
-                        }
+                    if x >= cut
+                        && allow.is_none_or(|f| f(id(i)))
+                        && top.push(id(i), x as f32)
+                        && let Some(thr) = top.threshold()
+                    {
+                        cut = cut.max(entry_cut(thr, 0.0, bounds.slack));
                     }
                 }
             }
