@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example ann_bench -- --base B.fvecs --queries Q.fvecs --gt G.ivecs \
 //!     [--metric cosine|euclidean|dot] [--ef 16,32,64,128] [--m 16] [--ef-construction 200] \
-//!     [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
+//!     [--backend native|hnsw_rs] [--traversal exact|int8|bits] [--limit N] [--repeat N] [--filter N=GT.ivecs]... [--churn F]
 //!     [--query-threads N] [--build-threads N]
 //!
 //! `--build-threads N` builds with one `DenseIndex::insert_batch` call on N threads (also for
@@ -105,7 +105,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("error: {msg}");
     eprintln!(
         "usage: ann_bench --base B.fvecs --queries Q.fvecs --gt G.ivecs [--metric cosine|euclidean|dot] \
-         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F] [--query-threads N] [--build-threads N]"
+         [--ef 16,32,64,128] [--m 16] [--ef-construction 200] [--backend native|hnsw_rs] [--traversal exact|int8|bits] [--limit N] [--repeat N] [--filter N=GT.ivecs] [--exact-threshold default|N] [--churn F] [--query-threads N] [--build-threads N]"
     );
     std::process::exit(2)
 }
@@ -191,7 +191,10 @@ fn parse_args() -> Args {
                 args.traversal = match value().as_str() {
                     "exact" => Traversal::Exact,
                     "int8" => Traversal::Int8,
-                    other => usage(&format!("--traversal wants exact or int8, got {other}")),
+                    "bits" => Traversal::Bits,
+                    other => usage(&format!(
+                        "--traversal wants exact, int8 or bits, got {other}"
+                    )),
                 }
             }
             "--backend" => {
@@ -402,7 +405,7 @@ fn sweep(
     args: &Args,
     modulus: Option<u32>,
 ) {
-    let pass = |id: u32| modulus.is_none_or(|n| id % n == 0);
+    let pass = |id: u32| modulus.is_none_or(|n| id.is_multiple_of(n));
     let allow: Option<&dyn Fn(u32) -> bool> = modulus.map(|_| &pass as &dyn Fn(u32) -> bool);
     let prefix = modulus.map_or_else(String::new, |n| format!("filter_mod={n} "));
     for &ef in &args.efs {

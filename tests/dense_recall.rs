@@ -4,6 +4,7 @@
 mod dense_support;
 
 use dense_support::{METRICS, backends, build, build_with, clustered, for_metric, top10_ids};
+use flowvec::vector::dense::Traversal;
 
 #[test]
 fn graph_recall_at_10_is_at_least_095_for_every_metric_and_backend() {
@@ -47,15 +48,31 @@ fn graph_scores_equal_exact_scores_for_the_same_id() {
     }
 }
 
-/// An index like [`build_with`]'s native graph, walking it on int8 codes.
-fn build_int8(
+/// The walks on codes: int8 copies, 1-bit codes.
+const CODED: [Traversal; 2] = [Traversal::Int8, Traversal::Bits];
+
+/// Data each coded walk is held to: the int8 walk to the hard isotropic clusters the exact
+/// walk is tested on; the 1-bit walk to embedding-like data (a 32-dimensional latent structure
+/// in 128 components), what it is meant for. (On the isotropic clusters, whose neighbours'
+/// distances differ by less than a 1-bit estimate's error, it finds 0.60 of the top 10 at 384
+/// dimensions and ef 64 where the exact walk finds 0.91: `Traversal::Bits` documents this.)
+fn data_for(traversal: Traversal, n: usize, seed: u64) -> Vec<Vec<f32>> {
+    match traversal {
+        Traversal::Bits => dense_support::embedding_like(n, 128, 32, seed),
+        _ => clustered(n, 32, 40, seed),
+    }
+}
+
+/// An index like [`build_with`]'s native graph, walked with `traversal`.
+fn build_walk(
     metric: flowvec::vector::Metric,
     data: &[Vec<f32>],
+    traversal: Traversal,
 ) -> flowvec::vector::dense::DenseIndex {
-    use flowvec::vector::dense::{DenseConfig, DenseIndex, Traversal};
+    use flowvec::vector::dense::{DenseConfig, DenseIndex};
     let config = DenseConfig::new(data[0].len(), metric)
         .with_exact_threshold(0)
-        .with_traversal(Traversal::Int8);
+        .with_traversal(traversal);
     let mut index = DenseIndex::new(config).expect("valid config");
     for (id, v) in data.iter().enumerate() {
         index.insert(id as u32, v).expect("valid vector");
@@ -63,14 +80,15 @@ fn build_int8(
     index
 }
 
-/// The int8 walk finds what the exact walk finds (within 0.01 recall@10 of it, and >= 0.95
-/// against the exact scan), for every metric, and its scores are the exact ones.
+/// The walks on codes find what the exact walk finds (within 0.01 recall@10 of it for int8,
+/// 0.02 for 1-bit codes, and >= 0.95 against the exact scan), for every metric, and their
+/// scores are the exact ones.
 #[test]
-fn int8_walk_keeps_recall_and_returns_exact_scores() {
-    for metric in METRICS {
-        let data = for_metric(metric, clustered(3_000, 32, 40, 7));
-        let queries = for_metric(metric, clustered(200, 32, 40, 8));
-        let walk8 = build_int8(metric, &data);
+fn coded_walks_keep_recall_and_return_exact_scores() {
+    for (traversal, metric) in CODED.into_iter().flat_map(|t| METRICS.map(|m| (t, m))) {
+        let data = for_metric(metric, data_for(traversal, 3_000, 7));
+        let queries = for_metric(metric, data_for(traversal, 200, 8));
+        let walk8 = build_walk(metric, &data, traversal);
         let walk32 = build(metric, &data, true);
         let exact = build(metric, &data, false);
         assert!(walk8.uses_graph());
@@ -95,7 +113,10 @@ fn int8_walk_keeps_recall_and_returns_exact_scores() {
             hits32 += got32.iter().filter(|h| truth.contains(&h.0)).count();
             if let Some(scores) = all.get(i) {
                 for (id, score) in &got8 {
-                    assert_eq!(scores[id], *score, "{metric:?} id {id}: scores are exact");
+                    assert_eq!(
+                        scores[id], *score,
+                        "{traversal:?} {metric:?} id {id}: scores are exact"
+                    );
                 }
             }
         }
@@ -103,22 +124,35 @@ fn int8_walk_keeps_recall_and_returns_exact_scores() {
             hits8 as f64 / (10 * queries.len()) as f64,
             hits32 as f64 / (10 * queries.len()) as f64,
         );
-        eprintln!("{metric:?}: recall@10 int8 walk {r8:.4}, exact walk {r32:.4}");
+        eprintln!("{metric:?}: recall@10 {traversal:?} walk {r8:.4}, exact walk {r32:.4}");
+        // At the same ef the 1-bit walk expands nodes chosen on estimates: a little less
+        // recall than the exact walk (minilm-text, ef 64: 0.986 vs 0.994).
+        let slack = if traversal == Traversal::Bits {
+            0.02
+        } else {
+            0.01
+        };
         assert!(
-            r8 >= 0.95 && r8 >= r32 - 0.01,
-            "{metric:?}: {r8:.4} vs {r32:.4}"
+            r8 >= 0.95 && r8 >= r32 - slack,
+            "{traversal:?} {metric:?}: {r8:.4} vs {r32:.4}"
         );
     }
 }
 
 /// Codes follow the rows through removals, replacements and the compaction they trigger.
 #[test]
-fn int8_walk_survives_replacement_and_compaction() {
+fn coded_walks_survive_replacement_and_compaction() {
+    for traversal in CODED {
+        coded_walk_survives_replacement_and_compaction(traversal);
+    }
+}
+
+fn coded_walk_survives_replacement_and_compaction(traversal: Traversal) {
     let metric = flowvec::vector::Metric::Cosine;
-    let data = clustered(1_200, 16, 12, 21);
-    let mut index = build_int8(metric, &data);
+    let data = data_for(traversal, 1_200, 21);
+    let mut index = build_walk(metric, &data, traversal);
     // Replace the first half with other vectors (tombstones past the compaction fraction).
-    let other = clustered(600, 16, 12, 22);
+    let other = data_for(traversal, 600, 22);
     for (id, v) in other.iter().enumerate() {
         index.insert(id as u32, v).expect("valid");
     }
@@ -131,7 +165,10 @@ fn int8_walk_survives_replacement_and_compaction() {
         hits += got.iter().filter(|h| truth.contains(&h.0)).count();
     }
     let recall = hits as f64 / (10 * current.len().div_ceil(12)) as f64;
-    assert!(recall >= 0.95, "recall@10 {recall:.4} after replacements");
+    assert!(
+        recall >= 0.95,
+        "{traversal:?}: recall@10 {recall:.4} after replacements"
+    );
 }
 
 /// Cosine rows and queries whose f32 squared norm overflows (or vanishes): huge, tiny
@@ -203,7 +240,12 @@ fn cosine_scores_are_right_for_vectors_whose_squared_norm_overflows_f32() {
         .into_iter()
         .map(|b| (format!("{b:?}"), build_with(Metric::Cosine, &data, true, b)))
         .collect();
-    indexes.push(("int8".into(), build_int8(Metric::Cosine, &data)));
+    for traversal in CODED {
+        indexes.push((
+            format!("{traversal:?}"),
+            build_walk(Metric::Cosine, &data, traversal),
+        ));
+    }
     indexes.push(("exact".into(), build(Metric::Cosine, &data, false)));
     let mut queries = odd.clone();
     queries.extend(odd.iter().map(|v| {

@@ -9,6 +9,7 @@
 //! these use 4,600 small vectors, a small `m` and `efConstruction`, and a narrow `efSearch`
 //! (a narrow beam is where two different graphs answer differently).
 
+use flowvec::vector::dense::Traversal;
 use flowvec::vector::{GraphParams, Index, IndexConfig, Metric, Query, Vector};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -17,13 +18,13 @@ use rand::{Rng, SeedableRng};
 const DIM: usize = 12;
 const N: usize = 4_600;
 
-fn config(metric: Metric) -> IndexConfig {
+fn config(metric: Metric, traversal: Traversal) -> IndexConfig {
     let mut config = IndexConfig::dense(DIM, metric);
     config.graph = GraphParams {
         m: 6,
         ef_construction: 24,
         ef_search: 10,
-        ..GraphParams::default()
+        traversal,
     };
     config
 }
@@ -33,13 +34,13 @@ fn random_vector(rng: &mut StdRng) -> Vec<f32> {
 }
 
 /// `N` records inserted in a shuffled id order, a few batches at a time.
-fn built(metric: Metric, seed: u64) -> Index {
+fn built(metric: Metric, seed: u64, traversal: Traversal) -> Index {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut records: Vec<Vector> = (0..N)
         .map(|i| Vector::dense(format!("r{i:05}"), random_vector(&mut rng)))
         .collect();
     records.shuffle(&mut rng);
-    let index = Index::new(config(metric)).unwrap();
+    let index = Index::new(config(metric, traversal)).unwrap();
     for chunk in records.chunks(700) {
         index.upsert("ns", chunk.to_vec()).unwrap();
     }
@@ -79,12 +80,16 @@ fn save(index: &Index, graph: bool) -> Vec<u8> {
 
 #[test]
 fn a_reload_with_links_answers_bit_for_bit_and_a_rebuild_does_not() {
-    for (metric, seed) in [
-        (Metric::Cosine, 1),
-        (Metric::Euclidean, 2),
-        (Metric::DotProduct, 3),
+    // The coded walks too: a row's codes depend on the row alone, so they come back the same.
+    for (metric, seed, traversal) in [
+        (Metric::Cosine, 1, Traversal::Exact),
+        (Metric::Euclidean, 2, Traversal::Exact),
+        (Metric::DotProduct, 3, Traversal::Exact),
+        (Metric::Cosine, 4, Traversal::Int8),
+        (Metric::Cosine, 5, Traversal::Bits),
+        (Metric::Euclidean, 6, Traversal::Bits),
     ] {
-        let index = built(metric, seed);
+        let index = built(metric, seed, traversal);
         let qs = queries(seed + 100);
         let want = answers(&index, &qs);
 
@@ -97,7 +102,11 @@ fn a_reload_with_links_answers_bit_for_bit_and_a_rebuild_does_not() {
             without.len()
         );
         let loaded = Index::load(with_links.as_slice()).unwrap();
-        assert_eq!(answers(&loaded, &qs), want, "{metric:?}: adopted links");
+        assert_eq!(
+            answers(&loaded, &qs),
+            want,
+            "{metric:?} {traversal:?}: adopted links"
+        );
         assert_eq!(save(&loaded, true), with_links, "{metric:?}: saved again");
 
         let rebuilt = Index::load(without.as_slice()).unwrap();
@@ -112,7 +121,7 @@ fn a_reload_with_links_answers_bit_for_bit_and_a_rebuild_does_not() {
 
 #[test]
 fn inserts_after_a_reload_grow_the_same_graph() {
-    let index = built(Metric::Cosine, 7);
+    let index = built(Metric::Cosine, 7, Traversal::Exact);
     let loaded = Index::load(save(&index, true).as_slice()).unwrap();
     let mut rng = StdRng::seed_from_u64(8);
     for batch in 0..4 {
@@ -129,7 +138,7 @@ fn inserts_after_a_reload_grow_the_same_graph() {
 
 #[test]
 fn tombstones_are_left_out_of_the_links_and_small_namespaces_have_none() {
-    let index = built(Metric::Euclidean, 11);
+    let index = built(Metric::Euclidean, 11, Traversal::Exact);
     let mut rng = StdRng::seed_from_u64(12);
     // Replaced and removed records leave tombstones until compaction: the graph was repaired
     // when they went, and the snapshot's links leave them out, as compaction would.

@@ -38,7 +38,8 @@ QUICK_EFS = [16, 32, 64, 128]
 FILTER_EFS = [64]
 # Dense libraries run in interleaved rounds (--only key, report name), and the peers the
 # "flowvec vs the best peer" table picks from.
-ROUND_LIBS = (("native", "flowvec native"), ("int8", "flowvec native int8"), ("hnswlib", "hnswlib"),
+ROUND_LIBS = (("native", "flowvec native"), ("int8", "flowvec native int8"), ("bits", "flowvec native bits"),
+              ("hnswlib", "hnswlib"),
               ("faiss", "faiss HNSWFlat"), ("faiss_sq8", "faiss HNSWSQ8+refine"), ("glass", "glass"),
               ("symqg", "SymphonyQG"))
 ROUND_NAMES = [name for _, name in ROUND_LIBS]
@@ -647,24 +648,29 @@ def report(res, args, elapsed):
                   f"{ratio(hl['build_cpu_s'], q8['build_cpu_s'])}, memory {ratio(q8['mem_mb'], hl['mem_mb'])}, QPS "
                   + " / ".join(ratio(a, b) for a, b in zip(q8_at, hl_at)) + " at recall 0.90 / 0.95 / 0.99."]
     best_rows = []
+    # flowvec's walks: the default (exact) and the opt-in coded ones, each against the best peer.
+    walks = [(label, dense.get(name)) for label, name in (
+        ("default (exact walk)", "flowvec native"), ("int8 walk", "flowvec native int8"),
+        ("1-bit walk", "flowvec native bits"))]
+    walks = [(label, r) for label, r in walks if r]
     for target in (0.95, 0.99):
         cands = [(qps_at(dense[p]["points"], target, key), p) for p in BEST_PEER_NAMES if p in dense]
         cands = [(q, n) for q, n in cands if q is not None]
-        if not cands or not nat:
+        if not cands or not walks:
             continue
         bq, bn = max(cands)
-        nq_ = qps_at(nat["points"], target, key)
-        q8q = qps_at(q8["points"], target, key) if q8 else None
-        best_rows.append(
-            f"| {target:.2f} | {bn} | {fmt(bq)} | {fmt(dense[bn]['mem_mb'], 1)} | {fmt(nq_)} | {ratio(nq_, bq)} | "
-            f"{fmt(nat['mem_mb'], 1)} | {fmt(q8q)} | {ratio(q8q, bq)} | {fmt(q8['mem_mb'], 1) if q8 else '—'} |")
+        cells = []
+        for _, r in walks:
+            q = qps_at(r["points"], target, key)
+            cells.append(f"{fmt(q)} | {ratio(q, bq)} | {fmt(r['mem_mb'], 1)}")
+        best_rows.append(f"| {target:.2f} | {bn} | {fmt(bq)} | {fmt(dense[bn]['mem_mb'], 1)} | " + " | ".join(cells) + " |")
     if best_rows:
+        head = "".join(f" flowvec {label} QPS | / peer | memory (MB) |" for label, _ in walks)
         lines += ["", "## flowvec vs the best peer", "",
                   f"Best peer = the highest QPS (CPU) at that recall among {', '.join(BEST_PEER_NAMES)} "
                   "(those measured in this run that reach it). Ratios >1: flowvec faster.", "",
-                  "| recall@10 | best peer | its QPS | its memory (MB) | flowvec default (exact walk) QPS | "
-                  "flowvec / peer | flowvec memory (MB) | flowvec int8 walk QPS | int8 / peer | int8 memory (MB) |",
-                  "|---|---|---|---|---|---|---|---|---|---|"] + best_rows
+                  "| recall@10 | best peer | its QPS | its memory (MB) |" + head,
+                  "|---|---|---|---|" + "---|---|---|" * len(walks)] + best_rows
     if "sparse" in res:
         sp_ = res["sparse"]
         fv = sp_.get("flowvec", {})
@@ -786,7 +792,7 @@ def cpu_model():
     return model + (f", L3 {l3}" if l3 else "") + (f", {cpus} CPUs" if cpus else "")
 
 
-ALL_NAMES = ["native", "int8", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
+ALL_NAMES = ["native", "int8", "bits", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
              "sparse", "scipy", "seismic", "bmp", "filtered", "flow"]
 SPARSE_PEERS = ("scipy", "seismic", "bmp")
 
@@ -817,8 +823,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     data = Path(args.data)
     efs = QUICK_EFS if args.quick else FULL_EFS
-    quick = ["native", "int8", "hnswlib", "faiss", "usearch"]
-    full = ["native", "int8", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
+    quick = ["native", "int8", "bits", "hnswlib", "faiss", "usearch"]
+    full = ["native", "int8", "bits", "hnswlib", "faiss", "faiss_sq8", "glass", "symqg", "usearch", "hnsw_rs",
             "sparse", "filtered", "flow"]
     only = set(filter(None, args.only.split(","))) or set(quick if args.quick else full)
     unknown = only - set(ALL_NAMES)
@@ -830,7 +836,7 @@ def main():
                  "small graph-less (exact-scan threshold 4,000) and stops; use a larger --limit or leave "
                  "`filtered` out of --only")
 
-    if only & {"native", "int8", "hnsw_rs", "filtered"} or sparse_peers:
+    if only & {"native", "int8", "bits", "hnsw_rs", "filtered"} or sparse_peers:
         log("building flowvec examples (release)")
         subprocess.run(["cargo", "build", "--release", "--example", "ann_bench", "--example", "sparse_bench"],
                        cwd=ROOT, check=True)
@@ -874,6 +880,7 @@ def main():
     runs = {
         "native": lambda: run_flowvec("native", paths, efs, args, {}),
         "int8": lambda: run_flowvec("native", paths, efs, args, {}, extra=["--traversal", "int8"], tag="native_int8"),
+        "bits": lambda: run_flowvec("native", paths, efs, args, {}, extra=["--traversal", "bits"], tag="native_bits"),
         "hnswlib": lambda: run_hnswlib(base, queries, gt, efs, args, {}),
         "faiss": lambda: run_faiss(base, queries, gt, efs, args),
         "faiss_sq8": lambda: run_faiss_sq8(base, queries, gt, efs, args),

@@ -72,8 +72,9 @@ pub struct GraphParams {
     pub ef_construction: usize,
     /// Candidate list size while searching, at least 1. Default 64.
     pub ef_search: usize,
-    /// How searches walk the graph: exact (default) or on int8 copies of the vectors, which
-    /// is faster but costs `dimension + 4` bytes per vector (see [`Traversal`]). Absent from
+    /// How searches walk the graph: exact (default), on int8 copies of the vectors (faster,
+    /// `dimension + 4` bytes per vector), or on 1-bit codes (faster still on text
+    /// embeddings, `dimension / 8 + 16` bytes per vector; see [`Traversal`]). Absent from
     /// the JSON when exact, so snapshots of default configurations read as before.
     #[serde(default, skip_serializing_if = "Traversal::is_exact")]
     pub traversal: Traversal,
@@ -305,14 +306,14 @@ impl IndexConfig {
             }
             bm25.validate()?;
         }
-        if let Some(dense) = &self.embedders.dense {
-            if !self.kind.has_dense() {
-                return Err(VectorError::InvalidParameter {
-                    name: "embedders.dense",
-                    value: format!("{dense:?}"),
-                    expected: "absent for a sparse index",
-                });
-            }
+        if let Some(dense) = &self.embedders.dense
+            && !self.kind.has_dense()
+        {
+            return Err(VectorError::InvalidParameter {
+                name: "embedders.dense",
+                value: format!("{dense:?}"),
+                expected: "absent for a sparse index",
+            });
         }
         Ok(())
     }
@@ -335,6 +336,13 @@ mod tests {
         let json = serde_json::to_string(&int8).expect("serialises");
         assert!(json.ends_with(r#","traversal":"int8"}"#), "{json}");
         assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(int8));
+        let bits = GraphParams {
+            traversal: Traversal::Bits,
+            ..g
+        };
+        let json = serde_json::to_string(&bits).expect("serialises");
+        assert!(json.ends_with(r#","traversal":"bits"}"#), "{json}");
+        assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(bits));
         let bad = r#"{"m":16,"efConstruction":200,"efSearch":64,"traversal":"int4"}"#;
         let err = serde_json::from_str::<GraphParams>(bad)
             .unwrap_err()

@@ -27,6 +27,7 @@
 //! compacted and the native graph renumbered to match (no distances computed); the `hnsw-rs`
 //! backend, which cannot repair, keeps tombstones as waypoints and is rebuilt then.
 
+mod bit_codes;
 mod config;
 mod exact;
 mod graph;
@@ -97,8 +98,12 @@ impl DenseIndex {
     pub fn new(config: DenseConfig) -> Result<Self, VectorError> {
         config.validate()?;
         let mut store = Store::new(config.dimension, config.metric, Kernels::detect());
-        if config.traversal == Traversal::Int8 && config.backend == GraphBackend::Native {
-            store = store.with_codes();
+        if config.backend == GraphBackend::Native {
+            match config.traversal {
+                Traversal::Int8 => store = store.with_codes(),
+                Traversal::Bits => store = store.with_bits(),
+                Traversal::Exact => {}
+            }
         }
         Ok(DenseIndex {
             config,
@@ -320,10 +325,10 @@ impl DenseIndex {
         if k >= self.store.len() || k > MAX_EF {
             return Ok(exact::scan(&self.store, &prepared, k, allow, tie));
         }
-        if let Some(allow) = allow {
-            if self.filter_is_selective(allow) {
-                return Ok(exact::scan(&self.store, &prepared, k, Some(allow), tie));
-            }
+        if let Some(allow) = allow
+            && self.filter_is_selective(allow)
+        {
+            return Ok(exact::scan(&self.store, &prepared, k, Some(allow), tie));
         }
         let store = &self.store;
         let accept = |slot: u32| store.is_live(slot) && allow.is_none_or(|f| f(store.id(slot)));

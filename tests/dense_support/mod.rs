@@ -22,6 +22,33 @@ pub fn clustered(n: usize, dim: usize, clusters: usize, seed: u64) -> Vec<Vec<f3
         .collect()
 }
 
+/// `n` vectors shaped like text embeddings: a `latent`-dimensional Gaussian whose axes have
+/// decaying scales (`1/√(i+1)`), mapped into `dim` components by a fixed random matrix, plus a
+/// little isotropic noise (0.05). Both the matrix and the samples come from `seed` (the
+/// matrix from a seed of its own, so two calls with different seeds share it).
+pub fn embedding_like(n: usize, dim: usize, latent: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut basis_rng = StdRng::seed_from_u64(0xE3BE_DD16 ^ (dim * 1_000 + latent) as u64);
+    let basis: Vec<Vec<f32>> = (0..latent)
+        .map(|i| {
+            let scale = 1.0 / ((i + 1) as f32).sqrt();
+            (0..dim).map(|_| gaussian(&mut basis_rng) * scale).collect()
+        })
+        .collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let mut v: Vec<f32> = (0..dim).map(|_| 0.05 * gaussian(&mut rng)).collect();
+            for axis in &basis {
+                let z = gaussian(&mut rng);
+                for (x, a) in v.iter_mut().zip(axis) {
+                    *x += z * a;
+                }
+            }
+            v
+        })
+        .collect()
+}
+
 /// A standard normal sample (Box–Muller).
 pub fn gaussian(rng: &mut StdRng) -> f32 {
     let u1: f64 = rng.random_range(f64::EPSILON..1.0);

@@ -20,6 +20,7 @@
 //! neighbour kept so far), both on insert and when a full neighbour list is pruned. Levels come
 //! from a seeded generator, so a build is deterministic given its inputs.
 
+use super::bit_codes::{BitCodes, BitQuery};
 use super::graph::{AnnGraph, distance, distance4};
 use super::graph_image::GraphImage;
 use super::kernels::prefetch;
@@ -29,6 +30,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{self, AtomicU32};
 
+mod estimated_walk;
 mod insert;
 
 /// Highest level a node may get (levels above ~log_M(n) are astronomically unlikely anyway).
@@ -72,6 +74,10 @@ struct Scratch {
     results: BinaryHeap<Near>,
     /// Unvisited neighbours of the node being expanded.
     fresh: Vec<u32>,
+    /// The estimated walk's frontier.
+    pool: estimated_walk::Pool,
+    /// The estimated walk's fresh neighbours that may enter the pool.
+    kept: Vec<Near>,
 }
 
 impl Scratch {
@@ -600,20 +606,42 @@ impl AnnGraph for NativeGraph {
             return Vec::new();
         };
         let mut scratch = self.take_scratch();
-        match store.code_query(query) {
-            // The int8 walk: a quarter of the bytes per visit. The caller rescores exactly.
-            Some(coded) => {
-                let scorer = CodeScorer {
-                    store,
-                    query: &coded,
-                };
-                let start = self.descend(&scorer, entry, self.max_level, 0);
-                self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
-            }
-            None => {
-                let scorer = ExactScorer { store, query };
-                let start = self.descend(&scorer, entry, self.max_level, 0);
-                self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
+        if let Some(codes) = store.bits() {
+            // The 1-bit walk: estimates choose the way, expanded nodes are scored exactly.
+            let bits = codes.query(query, &store.kernels());
+            let scorer = BitScorer {
+                store,
+                codes,
+                query: &bits,
+            };
+            let start = self.descend(&scorer, entry, self.max_level, 0);
+            self.search_estimated(
+                store,
+                codes,
+                &bits,
+                query,
+                start.slot,
+                ef.max(k),
+                k,
+                allow,
+                &mut scratch,
+            );
+        } else {
+            match store.code_query(query) {
+                // The int8 walk: a quarter of the bytes per visit. The caller rescores exactly.
+                Some(coded) => {
+                    let scorer = CodeScorer {
+                        store,
+                        query: &coded,
+                    };
+                    let start = self.descend(&scorer, entry, self.max_level, 0);
+                    self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
+                }
+                None => {
+                    let scorer = ExactScorer { store, query };
+                    let start = self.descend(&scorer, entry, self.max_level, 0);
+                    self.search_layer(store, &scorer, start, ef.max(k), 0, allow, &mut scratch);
+                }
             }
         }
         let mut found: Vec<Near> = scratch.results.drain().collect();
@@ -707,6 +735,26 @@ impl Scorer for CodeScorer<'_> {
     #[inline(always)]
     fn prefetch(&self, slot: u32) {
         self.store.prefetch_code(slot);
+    }
+}
+
+/// Estimated distances on the 1-bit codes ([`Traversal::Bits`](super::Traversal::Bits)).
+struct BitScorer<'a> {
+    store: &'a Store,
+    codes: &'a BitCodes,
+    query: &'a BitQuery,
+}
+
+impl Scorer for BitScorer<'_> {
+    #[inline(always)]
+    fn dist(&self, slot: u32) -> f32 {
+        self.codes
+            .estimate(self.query, slot, self.store.metric(), &self.store.kernels())
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, slot: u32) {
+        self.codes.prefetch(slot);
     }
 }
 

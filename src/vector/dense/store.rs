@@ -8,6 +8,7 @@
 //! multiply; a vector of extreme norm (outside `2^±32`) is held rescaled by a power of two, its
 //! original kept aside, so no f32 product of it overflows or underflows.
 
+use super::bit_codes::BitCodes;
 use super::kernels::Kernels;
 use crate::vector::Metric;
 use std::collections::HashMap;
@@ -98,6 +99,8 @@ pub(crate) struct Store {
     slot_of: HashMap<u32, u32>,
     /// int8 copies of the rows, when searches walk the graph on them.
     codes: Option<Codes>,
+    /// 1-bit codes of the rows, when searches walk the graph on them.
+    bits: Option<BitCodes>,
 }
 
 impl Store {
@@ -113,7 +116,21 @@ impl Store {
             live: Vec::new(),
             slot_of: HashMap::new(),
             codes: None,
+            bits: None,
         }
+    }
+
+    /// The same store, keeping 1-bit codes of its rows from now on (call it while empty).
+    pub(crate) fn with_bits(mut self) -> Self {
+        debug_assert!(self.ids.is_empty(), "codes are made as rows arrive");
+        self.bits = Some(BitCodes::new(self.dim));
+        self
+    }
+
+    /// The 1-bit codes, when searches walk the graph on them.
+    #[inline]
+    pub(crate) fn bits(&self) -> Option<&BitCodes> {
+        self.bits.as_ref()
     }
 
     /// The same store, keeping int8 copies of its rows from now on (call it while empty).
@@ -255,6 +272,12 @@ impl Store {
         if self.codes.is_some() {
             self.push_codes(slot);
         }
+        if let Some(bits) = &mut self.bits {
+            bits.push(
+                &self.data[slot as usize * self.dim..][..self.dim],
+                self.metric == Metric::Cosine,
+            );
+        }
         slot
     }
 
@@ -271,6 +294,9 @@ impl Store {
             codes.data.reserve_exact(additional * self.dim);
             super::kernels::advise_huge_pages(&codes.data);
             codes.mult.reserve_exact(additional);
+        }
+        if let Some(bits) = &mut self.bits {
+            bits.reserve(additional);
         }
         self.slot_of.reserve(additional);
     }
@@ -380,6 +406,9 @@ impl Store {
         if self.codes.is_some() {
             out = out.with_codes();
         }
+        if self.bits.is_some() {
+            out = out.with_bits();
+        }
         out.data.reserve(self.len() * self.dim);
         out.ids.reserve(self.len());
         for slot in 0..self.slots() as u32 {
@@ -397,6 +426,9 @@ impl Store {
                 out.slot_of.insert(self.ids[slot as usize], new_slot);
                 if out.codes.is_some() {
                     out.push_codes(new_slot);
+                }
+                if let Some(bits) = &mut out.bits {
+                    bits.push(self.row(slot), self.metric == Metric::Cosine);
                 }
             }
         }
@@ -416,5 +448,6 @@ impl Store {
             + self.codes.as_ref().map_or(0, |c| {
                 c.data.capacity() + c.mult.capacity() * 4 + c.sq_norms.capacity() * 4
             })
+            + self.bits.as_ref().map_or(0, BitCodes::memory_bytes)
     }
 }
