@@ -329,20 +329,15 @@ mod tests {
         let g: GraphParams = serde_json::from_str(old).expect("configs without it still parse");
         assert_eq!(g.traversal, Traversal::Exact);
         assert_eq!(serde_json::to_string(&g).expect("serialises"), old);
-        let int8 = GraphParams {
-            traversal: Traversal::Int8,
-            ..g
-        };
-        let json = serde_json::to_string(&int8).expect("serialises");
-        assert!(json.ends_with(r#","traversal":"int8"}"#), "{json}");
-        assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(int8));
-        let bits = GraphParams {
-            traversal: Traversal::Bits,
-            ..g
-        };
-        let json = serde_json::to_string(&bits).expect("serialises");
-        assert!(json.ends_with(r#","traversal":"bits"}"#), "{json}");
-        assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(bits));
+        for (traversal, name) in [(Traversal::Int8, "int8"), (Traversal::Bits, "bits")] {
+            let coded = GraphParams { traversal, ..g };
+            let json = serde_json::to_string(&coded).expect("serialises");
+            assert!(
+                json.ends_with(&format!(r#","traversal":"{name}"}}"#)),
+                "{json}"
+            );
+            assert_eq!(serde_json::from_str::<GraphParams>(&json).ok(), Some(coded));
+        }
         let bad = r#"{"m":16,"efConstruction":200,"efSearch":64,"traversal":"int4"}"#;
         let err = serde_json::from_str::<GraphParams>(bad)
             .unwrap_err()

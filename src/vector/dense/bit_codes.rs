@@ -47,14 +47,7 @@ impl Rotation {
         // The largest power of two dividing `dp` (a multiple of 64), at most 256.
         let block = (1usize << dp.trailing_zeros()).min(256);
         let mut rng = ROTATION_SEED;
-        let mut next = move || {
-            // splitmix64
-            rng = rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = rng;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut next = move || super::graph::splitmix64(&mut rng);
         let mut signs = Vec::with_capacity(ROUNDS * dp);
         let mut perms = Vec::with_capacity(ROUNDS * dp);
         for _ in 0..ROUNDS {
@@ -208,11 +201,7 @@ impl BitCodes {
     /// Appends the record of the next slot, whose row is `v`; with `unit` (cosine) the graph
     /// compares the unit vector `v / |v|` instead.
     pub(crate) fn push(&mut self, v: &[f32], unit: bool) {
-        let norm = v
-            .iter()
-            .map(|x| f64::from(*x) * f64::from(*x))
-            .sum::<f64>()
-            .sqrt();
+        let norm = super::store::norm_f64(v);
         let mut y = vec![0.0f32; self.dp];
         if norm > 0.0 && norm.is_finite() {
             for (o, x) in y.iter_mut().zip(v) {

@@ -113,6 +113,17 @@ pub(crate) fn distance4(
     std::array::from_fn(|r| from_raw(metric, raw[r], inv_norm_b[r]))
 }
 
+/// One step of splitmix64 (Steele et al.): advances `state` and returns the next value. The
+/// seeded generator behind graph levels and the 1-bit codes' rotation.
+#[inline]
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// Maps an inner product to a positive distance, strictly decreasing in it and continuous:
 /// `1 - dot` for `dot <= 0`, `1 / (1 + dot)` above. Unlike `1 - dot` it stays non-negative
 /// for unnormalised vectors (hnsw_rs asserts distances are `>= 0`), and unlike the clamped

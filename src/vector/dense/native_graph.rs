@@ -152,12 +152,7 @@ impl NativeGraph {
     }
 
     fn random_level(&mut self) -> u8 {
-        // splitmix64
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = super::graph::splitmix64(&mut self.rng);
         let u = ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64; // (0, 1]
         let level = (-u.ln() * self.level_mult).floor();
         level.min(f64::from(MAX_LEVEL)) as u8
@@ -617,8 +612,7 @@ impl AnnGraph for NativeGraph {
             let start = self.descend(&scorer, entry, self.max_level, 0);
             self.search_estimated(
                 store,
-                codes,
-                &bits,
+                &scorer,
                 query,
                 start.slot,
                 ef.max(k),

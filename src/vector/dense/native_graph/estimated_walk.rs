@@ -8,8 +8,7 @@
 //! is marked visited when first seen), so a neighbour whose estimate missed the pool is not
 //! offered again; the exact walk behaves the same way with exact distances.
 
-use super::{NativeGraph, Near, Scorer, Scratch, load};
-use crate::vector::dense::bit_codes::{BitCodes, BitQuery};
+use super::{BitScorer, NativeGraph, Near, Scorer, Scratch, load};
 use crate::vector::dense::store::Store;
 
 /// The frontier: up to `cap` entries sorted by estimate, each expanded at most once.
@@ -99,8 +98,7 @@ impl NativeGraph {
     pub(super) fn search_estimated(
         &self,
         store: &Store,
-        codes: &BitCodes,
-        bits: &BitQuery,
+        estimates: &BitScorer<'_>,
         query: &[f32],
         entry: u32,
         ef: usize,
@@ -108,16 +106,13 @@ impl NativeGraph {
         accept: Option<&dyn Fn(u32) -> bool>,
         scratch: &mut Scratch,
     ) {
-        let metric = store.metric();
-        let kernels = store.kernels();
-        let estimate = |slot: u32| codes.estimate(bits, slot, metric, &kernels);
         let scorer = super::ExactScorer { store, query };
         scratch.begin(store.slots().max(self.levels.len()));
         let mut pool = std::mem::take(&mut scratch.pool);
         pool.reset(ef);
         scratch.visit(entry);
         pool.offer(Near {
-            dist: estimate(entry),
+            dist: estimates.dist(entry),
             slot: entry,
         });
         let mut fresh = std::mem::take(&mut scratch.fresh);
@@ -134,7 +129,7 @@ impl NativeGraph {
             for n in self.neighbours(c.slot, 0).iter().map(load) {
                 if scratch.visit(n) {
                     fresh.push(n);
-                    codes.prefetch(n);
+                    estimates.prefetch(n);
                 }
             }
             super::prefetch_row(store.data(), c.slot as usize * store.dim(), store.dim());
@@ -143,7 +138,7 @@ impl NativeGraph {
             // was prefetched when it entered the pool).
             if let Some(next) = pool.peek() {
                 for n in self.neighbours(next, 0).iter().map(load) {
-                    codes.prefetch(n);
+                    estimates.prefetch(n);
                 }
             }
             pending[waiting] = c.slot;
@@ -163,7 +158,7 @@ impl NativeGraph {
             kept.resize(fresh.len(), Near { dist: 0.0, slot: 0 });
             let mut m = 0;
             for &n in &fresh {
-                let dist = estimate(n);
+                let dist = estimates.dist(n);
                 kept[m] = Near { dist, slot: n };
                 m += usize::from(dist <= worst);
             }
