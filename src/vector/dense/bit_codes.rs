@@ -303,11 +303,45 @@ impl BitCodes {
         kernels: &Kernels,
     ) -> f32 {
         let record = &self.data[self.base + slot as usize * self.stride..][..self.stride];
-        let factors = &record[self.words..];
-        let (scale, ones) = unpack(factors[0]);
         let planes = &q.planes[q.base..];
-        let dot = (kernels.bit_dot)(&record[..self.padded], planes) as f32;
-        let ip = scale * (q.a * dot + q.b * ones - q.c);
+        let dot = (kernels.bit_dot)(&record[..self.padded], planes);
+        Self::distance(q, &record[self.words..], dot, metric)
+    }
+
+    /// [`BitCodes::estimate`] of each of `slots` into `out` (as long as `slots`), through one
+    /// kernel call per 64 slots.
+    #[inline(always)]
+    pub(crate) fn estimate_many(
+        &self,
+        q: &BitQuery,
+        slots: &[u32],
+        metric: Metric,
+        kernels: &Kernels,
+        out: &mut [f32],
+    ) {
+        let records = &self.data[self.base..];
+        let planes = &q.planes[q.base..];
+        let mut dots = [0u32; 64];
+        for (slots, out) in slots.chunks(64).zip(out.chunks_mut(64)) {
+            (kernels.bit_dots)(
+                records,
+                self.stride,
+                slots,
+                planes,
+                &mut dots[..slots.len()],
+            );
+            for ((o, &slot), &dot) in out.iter_mut().zip(slots).zip(&dots) {
+                let factors = &records[slot as usize * self.stride + self.words..];
+                *o = Self::distance(q, factors, dot, metric);
+            }
+        }
+    }
+
+    /// The estimated distance from a record's `bit_dot` and its factor words.
+    #[inline(always)]
+    fn distance(q: &BitQuery, factors: &[u64], dot: u32, metric: Metric) -> f32 {
+        let (scale, ones) = unpack(factors[0]);
+        let ip = scale * (q.a * dot as f32 + q.b * ones - q.c);
         let d = match metric {
             Metric::Cosine => 1.0 - ip,
             Metric::Euclidean => q.sq_norm + unpack(factors[1]).0 - 2.0 * ip,

@@ -34,9 +34,18 @@ pub(crate) struct Kernels {
     /// out one after another in `planes` (each `code.len()` words): the 1-bit walk's
     /// `Σ_i bit_i · query_i` (see `bit_codes`).
     pub(crate) bit_dot: fn(&[u64], &[u64]) -> u32,
+    /// `bit_dot` of many codes against one query: `out[i]` for the code at
+    /// `records[slots[i] * stride..]`, each `planes.len() / 4` words (0 for a code past the
+    /// end of `records`). One call per expanded node instead of one per neighbour, with the
+    /// query's planes loaded once.
+    pub(crate) bit_dots: BitDots,
     /// Whether the AVX2/FMA versions were selected.
     pub(crate) simd: bool,
 }
+
+/// The batched bit-plane kernel: `(records, stride, slots, planes, out)` (see
+/// `Kernels::bit_dots`).
+pub(crate) type BitDots = fn(&[u64], usize, &[u32], &[u64], &mut [u32]);
 
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,6 +70,7 @@ impl Kernels {
                     dot4: x86::dot4,
                     l2sq4: x86::l2sq4,
                     bit_dot: x86::bit_dot_kernel(),
+                    bit_dots: x86::bit_dots_kernel(),
                     simd: true,
                 };
             }
@@ -79,6 +89,7 @@ impl Kernels {
             dot4: portable::dot4,
             l2sq4: portable::l2sq4,
             bit_dot: portable::bit_dot,
+            bit_dots: portable::bit_dots,
             simd: false,
         }
     }
@@ -182,6 +193,23 @@ mod portable {
             .zip(b)
             .map(|(&x, &y)| i32::from(x) * i32::from(y))
             .sum()
+    }
+
+    #[inline(always)]
+    pub(super) fn bit_dots(
+        records: &[u64],
+        stride: usize,
+        slots: &[u32],
+        planes: &[u64],
+        out: &mut [u32],
+    ) {
+        let w = planes.len() / 4;
+        for (o, &slot) in out.iter_mut().zip(slots) {
+            let start = slot as usize * stride;
+            *o = records
+                .get(start..start + w)
+                .map_or(0, |code| bit_dot(code, planes));
+        }
     }
 
     #[inline(always)]
@@ -493,6 +521,106 @@ mod x86 {
         _mm512_reduce_add_epi64(acc) as u32
     }
 
+    /// The best `bit_dots` for this CPU, as `bit_dot_kernel` chooses.
+    pub(super) fn bit_dots_kernel() -> super::BitDots {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            bit_dots_avx512_safe
+        } else if std::arch::is_x86_feature_detected!("popcnt") {
+            bit_dots_popcnt_safe
+        } else {
+            super::portable::bit_dots
+        }
+    }
+
+    #[target_feature(enable = "popcnt")]
+    fn bit_dots_popcnt(
+        records: &[u64],
+        stride: usize,
+        slots: &[u32],
+        planes: &[u64],
+        out: &mut [u32],
+    ) {
+        super::portable::bit_dots(records, stride, slots, planes, out);
+    }
+
+    fn bit_dots_popcnt_safe(
+        records: &[u64],
+        stride: usize,
+        slots: &[u32],
+        planes: &[u64],
+        out: &mut [u32],
+    ) {
+        // SAFETY: only handed out by `bit_dots_kernel` after `popcnt` was detected.
+        unsafe { bit_dots_popcnt(records, stride, slots, planes, out) }
+    }
+
+    /// Codes of up to eight words (every dimension up to 512) keep the four planes in
+    /// registers across the codes; longer ones go through `bit_dot_avx512` one by one.
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn bit_dots_avx512(
+        records: &[u64],
+        stride: usize,
+        slots: &[u32],
+        planes: &[u64],
+        out: &mut [u32],
+    ) {
+        use std::arch::x86_64::{
+            __mmask8, _mm512_add_epi64, _mm512_and_si512, _mm512_maskz_loadu_epi64,
+            _mm512_popcnt_epi64, _mm512_reduce_add_epi64, _mm512_slli_epi64,
+        };
+        let w = planes.len() / 4;
+        if w == 0 || w > 8 {
+            for (o, &slot) in out.iter_mut().zip(slots) {
+                let start = slot as usize * stride;
+                *o = records
+                    .get(start..start + w)
+                    .map_or(0, |code| bit_dot_avx512(code, planes));
+            }
+            return;
+        }
+        let mask: __mmask8 = if w == 8 { 0xFF } else { (1u8 << w) - 1 };
+        let pp = planes.as_ptr().cast::<i64>();
+        // SAFETY: `planes.len() >= 4 * w` and the mask enables words `0..w` of each plane.
+        let (p0, p1, p2, p3) = unsafe {
+            (
+                _mm512_maskz_loadu_epi64(mask, pp),
+                _mm512_maskz_loadu_epi64(mask, pp.add(w)),
+                _mm512_maskz_loadu_epi64(mask, pp.add(2 * w)),
+                _mm512_maskz_loadu_epi64(mask, pp.add(3 * w)),
+            )
+        };
+        for (o, &slot) in out.iter_mut().zip(slots) {
+            let start = slot as usize * stride;
+            let Some(code) = records.get(start..start + w) else {
+                *o = 0;
+                continue;
+            };
+            // SAFETY: `code` has `w` words and the mask enables words `0..w`.
+            let c = unsafe { _mm512_maskz_loadu_epi64(mask, code.as_ptr().cast::<i64>()) };
+            let c0 = _mm512_popcnt_epi64(_mm512_and_si512(c, p0));
+            let c1 = _mm512_popcnt_epi64(_mm512_and_si512(c, p1));
+            let c2 = _mm512_popcnt_epi64(_mm512_and_si512(c, p2));
+            let c3 = _mm512_popcnt_epi64(_mm512_and_si512(c, p3));
+            let lo = _mm512_add_epi64(c0, _mm512_slli_epi64::<1>(c1));
+            let hi = _mm512_add_epi64(c2, _mm512_slli_epi64::<1>(c3));
+            *o = _mm512_reduce_add_epi64(_mm512_add_epi64(lo, _mm512_slli_epi64::<2>(hi))) as u32;
+        }
+    }
+
+    fn bit_dots_avx512_safe(
+        records: &[u64],
+        stride: usize,
+        slots: &[u32],
+        planes: &[u64],
+        out: &mut [u32],
+    ) {
+        // SAFETY: only handed out by `bit_dots_kernel` after AVX-512F and VPOPCNTDQ were
+        // detected.
+        unsafe { bit_dots_avx512(records, stride, slots, planes, out) }
+    }
+
     fn bit_dot_avx512_safe(code: &[u64], planes: &[u64]) -> u32 {
         // SAFETY: only handed out by `bit_dot_kernel` after AVX-512F and VPOPCNTDQ were
         // detected.
@@ -617,6 +745,15 @@ mod tests {
                 .sum();
             for k in [Kernels::portable(), Kernels::detect()] {
                 assert_eq!((k.bit_dot)(&code, &planes), naive, "w={w} simd={}", k.simd);
+                // The batched kernel: the code as record 2 of 3 (stride w + 3), record 0
+                // another code, and a slot past the end.
+                let stride = w + 3;
+                let mut records: Vec<u64> = (0..3 * stride).map(|_| next()).collect();
+                records[2 * stride..2 * stride + w].copy_from_slice(&code);
+                let other = (k.bit_dot)(&records[..w], &planes);
+                let mut out = [7u32; 4];
+                (k.bit_dots)(&records, stride, &[2, 0, 3, 2], &planes, &mut out);
+                assert_eq!(out, [naive, other, 0, naive], "w={w} simd={}", k.simd);
             }
         }
     }

@@ -78,6 +78,8 @@ struct Scratch {
     pool: estimated_walk::Pool,
     /// The estimated walk's fresh neighbours that may enter the pool.
     kept: Vec<Near>,
+    /// The estimates of the estimated walk's fresh neighbours.
+    estimates: Vec<f32>,
 }
 
 impl Scratch {
@@ -749,6 +751,20 @@ impl Scorer for BitScorer<'_> {
     #[inline(always)]
     fn prefetch(&self, slot: u32) {
         self.codes.prefetch(slot);
+    }
+}
+
+impl BitScorer<'_> {
+    /// `dist` of each of `slots` into `out`, batched (see `BitCodes::estimate_many`).
+    #[inline(always)]
+    fn dists(&self, slots: &[u32], out: &mut [f32]) {
+        self.codes.estimate_many(
+            self.query,
+            slots,
+            self.store.metric(),
+            &self.store.kernels(),
+            out,
+        );
     }
 }
 

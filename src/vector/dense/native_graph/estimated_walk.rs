@@ -117,6 +117,7 @@ impl NativeGraph {
         });
         let mut fresh = std::mem::take(&mut scratch.fresh);
         let mut kept = std::mem::take(&mut scratch.kept);
+        let mut dists = std::mem::take(&mut scratch.estimates);
         // Software-pipelined: expanded nodes are scored exactly four at a time (`dist4`: the
         // four rows stream side by side), one to four expansions after their own, so their rows
         // (prefetched when they were expanded) have time to arrive, and the codes of the current
@@ -153,12 +154,13 @@ impl NativeGraph {
             // Estimates first, kept without a branch when they beat the pool's worst entry as
             // of now (admission is a coin flip the predictor cannot learn: measured, its
             // mispredictions were 8% of a search); then the few kept are offered.
+            dists.resize(fresh.len(), 0.0);
+            estimates.dists(&fresh, &mut dists);
             let worst = pool.worst();
             kept.clear();
             kept.resize(fresh.len(), Near { dist: 0.0, slot: 0 });
             let mut m = 0;
-            for &n in &fresh {
-                let dist = estimates.dist(n);
+            for (&n, &dist) in fresh.iter().zip(&dists) {
                 kept[m] = Near { dist, slot: n };
                 m += usize::from(dist <= worst);
             }
@@ -174,6 +176,7 @@ impl NativeGraph {
         }
         scratch.fresh = fresh;
         scratch.kept = kept;
+        scratch.estimates = dists;
         scratch.pool = pool;
     }
 
