@@ -83,7 +83,7 @@ enum Op {
         id: u32,
     },
     /// `insert_batch` of several puts (an id may repeat: the later one wins), built on two
-    /// threads.
+    /// threads (with tombstones in the store too).
     Batch(Vec<(u32, usize)>),
 }
 
@@ -97,7 +97,9 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 24,
+        // 64, not 24: before removals repaired one-way links, this property failed on 2 of
+        // 8 other seeds of 48 cases while the fixed seed's 24 passed.
+        cases: 64,
         rng_seed: RngSeed::Fixed(0xDE1E_7E00),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
         ..ProptestConfig::default()

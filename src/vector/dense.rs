@@ -549,6 +549,10 @@ impl DenseIndex {
         {
             // A graph that repairs itself on removal is renumbered (milliseconds); one that
             // keeps tombstones as waypoints is rebuilt from the live vectors.
+            // Compaction drops the dead nodes and every link to them: repair those first.
+            if let Some(graph) = &mut self.graph {
+                graph.consolidate(&self.store);
+            }
             let renumbered = self.graph.take().and_then(|g| g.compacted(&self.store));
             self.store = self.store.compacted();
             if self.store.len() > self.config.exact_threshold {

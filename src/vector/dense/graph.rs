@@ -37,6 +37,11 @@ pub(crate) trait AnnGraph: Send + Sync {
         let _ = (store, slot);
     }
 
+    /// Finishes the repairs `remove` left for later (the default has none).
+    fn consolidate(&mut self, store: &Store) {
+        let _ = store;
+    }
+
     /// The graph renumbered for `old.compacted()`, if the backend can do that without
     /// rebuilding (the default cannot).
     fn compacted(&self, old: &Store) -> Option<Box<dyn AnnGraph>> {

@@ -55,15 +55,10 @@ impl NativeGraph {
             entry: self.entry,
             max_level: self.max_level,
         });
-        // Several threads only over a store without tombstones (every bulk build, and batches
-        // before the first removal). With tombstones present, the churn proptest of
-        // `tests/dense_delete.rs` lost recall on two threads under load (recall@10 0.84-0.88
-        // against >= 0.95 on one thread, 10 of 12 runs); the cause is not found yet (#16).
-        let threads = if store.dead() > 0 {
-            1
-        } else {
-            threads.clamp(1, slots.len().max(1))
-        };
+        // Several threads over a store with tombstones too. Until removals repaired every
+        // link into a removed node (`NativeGraph::remove_node`), batches there stayed on one
+        // thread: the churn proptest of `tests/dense_delete.rs` lost recall on two (0.84-0.88).
+        let threads = threads.clamp(1, slots.len().max(1));
         let graph = &*self;
         if threads == 1 {
             let insertion = Insertion {
