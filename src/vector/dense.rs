@@ -461,7 +461,9 @@ impl DenseIndex {
     /// The native graph as a [`GraphImage`] whose node `i` is the vector of caller id
     /// `ids[i]`, where `ids` lists every vector held; `None` when there is no native graph or
     /// `ids` does not cover the vectors. Tombstoned slots waiting for compaction are left out
-    /// with the links to them, as compaction would (the graph was repaired when they went).
+    /// with the links to them, as compaction would: their mutual links were repaired when they
+    /// went, and one-way links still waiting for a consolidation (fewer than `points / 512`
+    /// removals' worth, see `NativeGraph::remove_node`) are dropped unrepaired.
     pub(crate) fn graph_image(&self, ids: &[u32]) -> Option<GraphImage> {
         let graph = self.graph.as_ref()?.as_native()?;
         if ids.len() != self.store.len() {
