@@ -33,7 +33,7 @@ pub(crate) struct Kernels {
     /// `Σ_j 2^j · popcount(code & planes[j])` over the four bit planes of a 4-bit query laid
     /// out one after another in `planes` (each `code.len()` words): the 1-bit walk's
     /// `Σ_i bit_i · query_i` (see `bit_codes`).
-    pub(crate) bit_dot: fn(&[u64], &[u64]) -> u32,
+    pub(crate) bit_dot: BitDot,
     /// `bit_dot` of many codes against one query: `out[i]` for the code at
     /// `records[slots[i] * stride..]`, each `planes.len() / 4` words (0 for a code past the
     /// end of `records`). One call per expanded node instead of one per neighbour, with the
@@ -42,6 +42,9 @@ pub(crate) struct Kernels {
     /// Whether the AVX2/FMA versions were selected.
     pub(crate) simd: bool,
 }
+
+/// The bit-plane kernel: `(code, planes)` (see `Kernels::bit_dot`).
+pub(crate) type BitDot = fn(&[u64], &[u64]) -> u32;
 
 /// The batched bit-plane kernel: `(records, stride, slots, planes, out)` (see
 /// `Kernels::bit_dots`).
@@ -61,6 +64,7 @@ impl Kernels {
             if std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
             {
+                let (bit_dot, bit_dots) = x86::bit_kernels();
                 return Kernels {
                     dot: x86::dot,
                     l2sq: x86::l2sq,
@@ -69,8 +73,8 @@ impl Kernels {
                     dot_i8: x86::dot_i8,
                     dot4: x86::dot4,
                     l2sq4: x86::l2sq4,
-                    bit_dot: x86::bit_dot_kernel(),
-                    bit_dots: x86::bit_dots_kernel(),
+                    bit_dot,
+                    bit_dots,
                     simd: true,
                 };
             }
@@ -453,18 +457,18 @@ mod x86 {
         unsafe { l2sq_rows_avx2(query, rows, out) }
     }
 
-    /// The best `bit_dot` for this CPU: AVX-512 with `VPOPCNTDQ` (eight words per
-    /// instruction), else the scalar `popcnt` instruction (x86-64 baseline lacks it: without
-    /// it `count_ones` is a dozen shifts and masks).
-    pub(super) fn bit_dot_kernel() -> fn(&[u64], &[u64]) -> u32 {
+    /// The best `bit_dot` and `bit_dots` for this CPU: AVX-512 with `VPOPCNTDQ` (eight words
+    /// per instruction), else the scalar `popcnt` instruction (x86-64 baseline lacks it:
+    /// without it `count_ones` is a dozen shifts and masks).
+    pub(super) fn bit_kernels() -> (super::BitDot, super::BitDots) {
         if std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
         {
-            bit_dot_avx512_safe
+            (bit_dot_avx512_safe, bit_dots_avx512_safe)
         } else if std::arch::is_x86_feature_detected!("popcnt") {
-            bit_dot_popcnt_safe
+            (bit_dot_popcnt_safe, bit_dots_popcnt_safe)
         } else {
-            super::portable::bit_dot
+            (super::portable::bit_dot, super::portable::bit_dots)
         }
     }
 
@@ -474,7 +478,7 @@ mod x86 {
     }
 
     fn bit_dot_popcnt_safe(code: &[u64], planes: &[u64]) -> u32 {
-        // SAFETY: only handed out by `bit_dot_kernel` after `popcnt` was detected.
+        // SAFETY: only handed out by `bit_kernels` after `popcnt` was detected.
         unsafe { bit_dot_popcnt(code, planes) }
     }
 
@@ -521,19 +525,6 @@ mod x86 {
         _mm512_reduce_add_epi64(acc) as u32
     }
 
-    /// The best `bit_dots` for this CPU, as `bit_dot_kernel` chooses.
-    pub(super) fn bit_dots_kernel() -> super::BitDots {
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
-        {
-            bit_dots_avx512_safe
-        } else if std::arch::is_x86_feature_detected!("popcnt") {
-            bit_dots_popcnt_safe
-        } else {
-            super::portable::bit_dots
-        }
-    }
-
     #[target_feature(enable = "popcnt")]
     fn bit_dots_popcnt(
         records: &[u64],
@@ -552,7 +543,7 @@ mod x86 {
         planes: &[u64],
         out: &mut [u32],
     ) {
-        // SAFETY: only handed out by `bit_dots_kernel` after `popcnt` was detected.
+        // SAFETY: only handed out by `bit_kernels` after `popcnt` was detected.
         unsafe { bit_dots_popcnt(records, stride, slots, planes, out) }
     }
 
@@ -616,13 +607,13 @@ mod x86 {
         planes: &[u64],
         out: &mut [u32],
     ) {
-        // SAFETY: only handed out by `bit_dots_kernel` after AVX-512F and VPOPCNTDQ were
+        // SAFETY: only handed out by `bit_kernels` after AVX-512F and VPOPCNTDQ were
         // detected.
         unsafe { bit_dots_avx512(records, stride, slots, planes, out) }
     }
 
     fn bit_dot_avx512_safe(code: &[u64], planes: &[u64]) -> u32 {
-        // SAFETY: only handed out by `bit_dot_kernel` after AVX-512F and VPOPCNTDQ were
+        // SAFETY: only handed out by `bit_kernels` after AVX-512F and VPOPCNTDQ were
         // detected.
         unsafe { bit_dot_avx512(code, planes) }
     }

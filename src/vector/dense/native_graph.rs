@@ -376,6 +376,21 @@ impl NativeGraph {
     /// The heuristic of the paper (hnswlib's `getNeighborsByHeuristic2`): from candidates
     /// sorted nearest first, keep one only if it is nearer the base than every kept one.
     fn select(store: &Store, sorted: &[Near], max: usize, out: &mut Vec<u32>) {
+        Self::select_by(store, sorted, max, out, |to_kept, to_base| {
+            to_kept > to_base
+        });
+    }
+
+    /// The heuristic's loop with its keep rule given: `keep(d(c, kept), d(c, base))` must
+    /// hold for every kept neighbour for candidate `c` to be kept.
+    #[inline]
+    fn select_by(
+        store: &Store,
+        sorted: &[Near],
+        max: usize,
+        out: &mut Vec<u32>,
+        keep: impl Fn(f32, f32) -> bool,
+    ) {
         out.clear();
         for c in sorted {
             if out.len() >= max {
@@ -383,7 +398,7 @@ impl NativeGraph {
             }
             if out
                 .iter()
-                .all(|&kept| Self::dist_nodes(store, c.slot, kept) > c.dist)
+                .all(|&kept| keep(Self::dist_nodes(store, c.slot, kept), c.dist))
             {
                 out.push(c.slot);
             }
@@ -611,18 +626,9 @@ impl NativeGraph {
             }
         }
         candidates.sort_unstable();
-        kept.clear();
-        for c in candidates.iter() {
-            if kept.len() >= cap {
-                break;
-            }
-            if kept
-                .iter()
-                .all(|&k| alpha * Self::dist_nodes(store, c.slot, k) >= c.dist)
-            {
-                kept.push(c.slot);
-            }
-        }
+        Self::select_by(store, candidates, cap, kept, |to_kept, to_base| {
+            alpha * to_kept >= to_base
+        });
         self.set_links(n, l, kept);
     }
 
