@@ -19,6 +19,9 @@
 //! an older or a half-rewritten list of valid neighbours, never an invalid slot. No node
 //! holds two node locks at once, so there is no lock order to get wrong.
 //!
+//! After the batch, `relink_orphans` (see `orphans.rs`) links in any node that pruning left
+//! on no base-layer list; racing inserts leave a few such nodes on small graphs.
+//!
 //! One thread gives the same graph for the same inserts, bit for bit. Several threads give a
 //! graph as good but not the same one: which node sees which depends on timing. Measured on
 //! minilm-text (43k × 384-d, M=16, efC=200; `benches/peers/scaling.sh`, two threads against
@@ -59,6 +62,9 @@ impl NativeGraph {
         // link into a removed node (`NativeGraph::remove_node`), batches there stayed on one
         // thread: the churn proptest of `tests/dense_delete.rs` lost recall on two (0.84-0.88).
         let threads = threads.clamp(1, slots.len().max(1));
+        // Nodes pruned from some base-layer list: with the batch's own nodes, the ones that
+        // may have lost their last link in (see `relink_orphans`).
+        let mut dropped = Vec::new();
         let graph = &*self;
         if threads == 1 {
             let insertion = Insertion {
@@ -69,7 +75,7 @@ impl NativeGraph {
             };
             let mut scratch = graph.take_scratch();
             for &slot in slots {
-                insertion.insert(slot, &mut scratch);
+                insertion.insert(slot, &mut scratch, &mut dropped);
             }
             graph.give_scratch(scratch);
         } else {
@@ -82,20 +88,33 @@ impl NativeGraph {
                 top: &top,
             };
             std::thread::scope(|scope| {
-                for _ in 0..threads {
-                    scope.spawn(|| {
-                        let mut scratch = graph.take_scratch();
-                        while let Some(&slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            insertion.insert(slot, &mut scratch);
-                        }
-                        graph.give_scratch(scratch);
-                    });
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            let mut scratch = graph.take_scratch();
+                            let mut dropped = Vec::new();
+                            while let Some(&slot) = slots.get(next.fetch_add(1, Ordering::Relaxed))
+                            {
+                                insertion.insert(slot, &mut scratch, &mut dropped);
+                            }
+                            graph.give_scratch(scratch);
+                            dropped
+                        })
+                    })
+                    .collect();
+                for worker in workers {
+                    match worker.join() {
+                        Ok(more) => dropped.extend(more),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
                 }
             });
         }
         let top = top.into_inner();
         self.entry = top.entry;
         self.max_level = top.max_level;
+        dropped.extend_from_slice(slots);
+        self.relink_orphans(store, dropped);
     }
 
     /// Draws `slot`'s level and makes room for its lists (all empty).
@@ -130,7 +149,7 @@ impl Insertion<'_> {
     }
 
     /// Inserts one node whose level and room `make_room` prepared.
-    fn insert(&self, slot: u32, scratch: &mut Scratch) {
+    fn insert(&self, slot: u32, scratch: &mut Scratch, dropped: &mut Vec<u32>) {
         let (graph, store) = (self.graph, self.store);
         let level = graph.levels[slot as usize];
         let top = self.top.lock();
@@ -180,7 +199,8 @@ impl Insertion<'_> {
         for (l, chosen) in &lists {
             let cap = if *l == 0 { graph.m0 } else { graph.m };
             for &n in chosen {
-                self.link_back(n, slot, *l, cap);
+                let _guard = self.lock(n);
+                graph.add_link(store, n, slot, *l, cap, dropped);
             }
         }
         if let Some(top) = &mut top {
@@ -188,19 +208,29 @@ impl Insertion<'_> {
             top.max_level = level;
         }
     }
+}
 
-    /// Adds `new` to `node`'s list at `level`, pruning with the heuristic when full.
-    fn link_back(&self, node: u32, new: u32, level: u8, cap: usize) {
-        let (graph, store) = (self.graph, self.store);
-        let _guard = self.lock(node);
-        let mut list = graph.links(node, level);
+impl NativeGraph {
+    /// Adds `new` to `node`'s list at `level`, pruning with the heuristic when full; returns
+    /// whether `new` is on the list afterwards. Nodes pruned from a base-layer list are pushed
+    /// onto `dropped`. During a parallel build the caller holds `node`'s lock.
+    pub(super) fn add_link(
+        &self,
+        store: &Store,
+        node: u32,
+        new: u32,
+        level: u8,
+        cap: usize,
+        dropped: &mut Vec<u32>,
+    ) -> bool {
+        let mut list = self.links(node, level);
         if list.contains(&new) {
-            return;
+            return true;
         }
         if list.len() < cap {
             list.push(new);
-            graph.set_links(node, level, &list);
-            return;
+            self.set_links(node, level, &list);
+            return true;
         }
         let mut candidates: Vec<Near> = list
             .iter()
@@ -212,6 +242,15 @@ impl Insertion<'_> {
             .collect();
         candidates.sort_unstable();
         NativeGraph::select(store, &candidates, cap, &mut list);
-        graph.set_links(node, level, &list);
+        self.set_links(node, level, &list);
+        if level == 0 {
+            dropped.extend(
+                candidates
+                    .iter()
+                    .map(|c| c.slot)
+                    .filter(|&s| s != new && !list.contains(&s)),
+            );
+        }
+        list.contains(&new)
     }
 }
