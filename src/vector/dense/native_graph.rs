@@ -978,6 +978,19 @@ mod tests {
         one_way
     }
 
+    /// The live nodes, except the entry point, that no live node's base-layer list points to.
+    fn unlinked(g: &NativeGraph, store: &Store) -> Vec<u32> {
+        let mut linked = vec![false; store.slots()];
+        for p in (0..store.slots() as u32).filter(|&p| store.is_live(p)) {
+            for n in g.links(p, 0) {
+                linked[n as usize] = true;
+            }
+        }
+        (0..store.slots() as u32)
+            .filter(|&s| store.is_live(s) && !linked[s as usize] && Some(s) != g.entry)
+            .collect()
+    }
+
     #[test]
     fn removals_repair_neighbourhoods_and_compaction_renumbers() {
         let mut store = store_with(1_500, 8, Metric::Euclidean);
@@ -997,6 +1010,8 @@ mod tests {
         // Consolidation leaves no live node linking to a dead one.
         g.consolidate(&store);
         assert_eq!(assert_sound(&g, &store), 0, "a link to a dead node");
+        // And every live node is still on some live node's list (no repair orphaned one).
+        assert_eq!(unlinked(&g, &store), Vec::<u32>::new());
         // Searches over what is left find every live vector's own row first.
         let accept = |s: u32| store.is_live(s);
         for slot in (0..1_500u32).step_by(3).take(100) {
@@ -1033,15 +1048,7 @@ mod tests {
             // lists were all stored ahead of its links back, racing inserts left 1-3 of these
             // 3,000 nodes on no list at all, so searches could never return them; after that,
             // until `relink_orphans`, one node about once in 60 runs on 8 threads.)
-            let mut linked = vec![false; 3_000];
-            for s in 0..3_000u32 {
-                for n in g.links(s, 0) {
-                    linked[n as usize] = true;
-                }
-            }
-            let unlinked: Vec<usize> = (0..3_000)
-                .filter(|&s| !linked[s] && Some(s as u32) != g.entry)
-                .collect();
+            let unlinked = unlinked(&g, &store);
             assert!(unlinked.is_empty(), "{threads} threads: {unlinked:?}");
             // A vector's own row finds it: all but a rare local minimum (the one-thread
             // build finds all 3,000 here).
@@ -1090,17 +1097,7 @@ mod tests {
         assert!(orphans.iter().all(|&s| !finds_itself(&g, s)));
         g.relink_orphans(&store, orphans.iter().rev().copied().collect());
         assert_eq!(assert_sound(&g, &store), 0);
-        let mut linked = vec![false; 1_000];
-        for p in 0..1_000u32 {
-            for n in g.links(p, 0) {
-                linked[n as usize] = true;
-            }
-        }
-        let entry = g.entry.expect("non-empty");
-        let unlinked: Vec<u32> = (0..1_000)
-            .filter(|&s| !linked[s as usize] && s != entry)
-            .collect();
-        assert!(unlinked.is_empty(), "{unlinked:?}");
+        assert_eq!(unlinked(&g, &store), Vec::<u32>::new());
         assert!(orphans.iter().all(|&s| finds_itself(&g, s)));
     }
 
