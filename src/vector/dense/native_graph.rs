@@ -1112,25 +1112,53 @@ mod tests {
         let o = (0..300u32)
             .find(|s| *s != n && !list.contains(s))
             .expect("a stranger");
-        let mut links_in = vec![1u32; 300];
-        links_in[o as usize] = 0;
-        // Only neighbours with another link in may give up their place.
-        assert!(!g.take_place(&store, n, o, &mut links_in));
+        // Leave every neighbour of `n` linked in from `n` alone (as far as its own neighbours
+        // tell): none may give up its place.
+        for &e in &list {
+            for x in g.links(e, 0).into_iter().filter(|&x| x != n) {
+                let without: Vec<u32> = g.links(x, 0).into_iter().filter(|&y| y != e).collect();
+                g.set_links(x, 0, &without);
+            }
+        }
+        assert!(!g.take_place(&store, n, o));
         assert_eq!(g.links(n, 0), list);
+        // Two of them linked in from a neighbour of theirs again: the farther one goes.
         let (a, b) = (list[0], list[list.len() - 1]);
-        links_in[a as usize] = 2;
-        links_in[b as usize] = 2;
+        for e in [a, b] {
+            let x = g
+                .links(e, 0)
+                .into_iter()
+                .find(|&x| x != n)
+                .expect("a neighbour");
+            let mut with = g.links(x, 0);
+            with.truncate(g.m0 - 1);
+            with.push(e);
+            g.set_links(x, 0, &with);
+        }
         let farther =
             if NativeGraph::dist_nodes(&store, n, a) > NativeGraph::dist_nodes(&store, n, b) {
                 a
             } else {
                 b
             };
-        assert!(g.take_place(&store, n, o, &mut links_in));
+        assert!(g.take_place(&store, n, o));
         let after = g.links(n, 0);
         assert_eq!(after.len(), list.len());
         assert!(after.contains(&o) && !after.contains(&farther));
-        assert_eq!((links_in[o as usize], links_in[farther as usize]), (1, 1));
+        assert!(
+            g.has_link_in(&store, farther, None),
+            "the evicted is still linked in"
+        );
+    }
+
+    #[test]
+    fn one_thread_builds_with_short_lists_leave_no_node_unreachable() {
+        // Uniform 128-d vectors and M = 6: before `relink_orphans`, 46 of these 4,000 nodes
+        // ended on no list.
+        let store = store_with(4_000, 128, Metric::Euclidean);
+        let g = build(&store, 6);
+        assert_eq!(unlinked(&g, &store), Vec::<u32>::new());
+        assert_eq!(assert_sound(&g, &store), 0);
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //! holds two node locks at once, so there is no lock order to get wrong.
 //!
 //! After the batch, `relink_orphans` (see `orphans.rs`) links in any node that pruning left
-//! on no base-layer list; racing inserts leave a few such nodes on small graphs.
+//! on no base-layer list: racing inserts leave a few such nodes on small graphs, and short
+//! lists on data without structure leave some on one thread too.
 //!
 //! One thread gives the same graph for the same inserts, bit for bit. Several threads give a
 //! graph as good but not the same one: which node sees which depends on timing. Measured on
