@@ -463,7 +463,8 @@ impl DenseIndex {
     /// `ids` does not cover the vectors. Tombstoned slots waiting for compaction are left out
     /// with the links to them, as compaction would: their mutual links were repaired when they
     /// went, and one-way links still waiting for a consolidation (fewer than `points / 512`
-    /// removals' worth, see `NativeGraph::remove_node`) are dropped unrepaired.
+    /// removals' worth, see `NativeGraph::remove_node`) are dropped unrepaired, and the nodes
+    /// those removals may have left on no list are not relinked.
     pub(crate) fn graph_image(&self, ids: &[u32]) -> Option<GraphImage> {
         let graph = self.graph.as_ref()?.as_native()?;
         if ids.len() != self.store.len() {

@@ -139,6 +139,10 @@ pub(crate) struct NativeGraph {
     points: usize,
     /// Removals since the last [`NativeGraph::consolidate`].
     unrepaired: usize,
+    /// Live nodes that may have lost their last live base-layer link in since the last
+    /// consolidation (the removed nodes' neighbours, the nodes repairs pruned): checked by
+    /// `relink_orphans` once `consolidate` has cut every link into the removed nodes.
+    suspects: Vec<u32>,
     pool: Mutex<Vec<Scratch>>,
 }
 
@@ -160,6 +164,7 @@ impl NativeGraph {
             max_level: 0,
             points: 0,
             unrepaired: 0,
+            suspects: Vec::new(),
             pool: Mutex::new(Vec::new()),
         }
     }
@@ -510,7 +515,10 @@ impl NativeGraph {
     /// for many removals, run once [`NativeGraph::consolidate_after`] removals wait (and
     /// before compaction), relinking with the heuristic relaxed by [`ONE_WAY_ALPHA`]. Until
     /// then those links walk through the removed node, whose lists stay while its row does.
-    /// An entry point that goes moves to a live node of the highest level.
+    /// An entry point that goes moves to a live node of the highest level. The removed node's
+    /// base-layer neighbours and the nodes repairs prune may be left on no live list: the
+    /// consolidation checks them last and links in those no search reaches (see
+    /// `orphans.rs`).
     ///
     /// Why: repairing only the mutual neighbours with the plain heuristic (before 2026-11-25)
     /// lost the few links between clusters under churn. The churn proptest of
@@ -538,13 +546,20 @@ impl NativeGraph {
         };
         let mut candidates: Vec<Near> = Vec::new();
         let mut kept = Vec::new();
+        let mut suspects = std::mem::take(&mut self.suspects);
+        suspects.extend(
+            self.links(slot, 0)
+                .into_iter()
+                .filter(|&n| store.is_live(n)),
+        );
         for l in 0..=level.min(self.max_level) {
             for n in self.links(slot, l) {
                 if store.is_live(n) && self.neighbours(n, l).iter().any(|w| load(w) == slot) {
-                    self.repair(store, n, l, 1.0, &mut candidates, &mut kept);
+                    self.repair(store, n, l, 1.0, &mut candidates, &mut kept, &mut suspects);
                 }
             }
         }
+        self.suspects = suspects;
         self.points = self.points.saturating_sub(1);
         self.unrepaired += 1;
         if self.unrepaired >= self.consolidate_after() {
@@ -575,6 +590,7 @@ impl NativeGraph {
         self.unrepaired = 0;
         let mut candidates: Vec<Near> = Vec::new();
         let mut kept = Vec::new();
+        let mut suspects = std::mem::take(&mut self.suspects);
         for l in 0..=self.max_level {
             for p in 0..self.levels.len() as u32 {
                 if self.levels[p as usize] >= l
@@ -584,16 +600,27 @@ impl NativeGraph {
                         .iter()
                         .any(|w| !store.is_live(load(w)))
                 {
-                    self.repair(store, p, l, ONE_WAY_ALPHA, &mut candidates, &mut kept);
+                    self.repair(
+                        store,
+                        p,
+                        l,
+                        ONE_WAY_ALPHA,
+                        &mut candidates,
+                        &mut kept,
+                        &mut suspects,
+                    );
                 }
             }
         }
+        // No live node links to a removed one now, so a search walks live nodes only.
+        self.relink_orphans(store, suspects);
     }
 
     /// Relinks live `n` on level `l` without the dead nodes in its list, choosing from its
     /// live neighbours and the live neighbours of each dead one with the heuristic relaxed by
     /// `alpha` (1: the build's, except that a tie keeps the candidate, so a duplicate of `n`
-    /// does not hide all the others).
+    /// does not hide all the others). Live base-layer neighbours it drops go onto `dropped`.
+    #[allow(clippy::too_many_arguments)] // buffers reused across many repairs
     fn repair(
         &self,
         store: &Store,
@@ -602,6 +629,7 @@ impl NativeGraph {
         alpha: f32,
         candidates: &mut Vec<Near>,
         kept: &mut Vec<u32>,
+        dropped: &mut Vec<u32>,
     ) {
         let cap = if l == 0 { self.m0 } else { self.m };
         candidates.clear();
@@ -630,6 +658,14 @@ impl NativeGraph {
         Self::select_by(store, candidates, cap, kept, |to_kept, to_base| {
             alpha * to_kept >= to_base
         });
+        if l == 0 {
+            dropped.extend(
+                self.neighbours(n, 0)
+                    .iter()
+                    .map(load)
+                    .filter(|&c| store.is_live(c) && !kept.contains(&c)),
+            );
+        }
         self.set_links(n, l, kept);
     }
 
@@ -1159,6 +1195,22 @@ mod tests {
         let g = build(&store, 6);
         assert_eq!(unlinked(&g, &store), Vec::<u32>::new());
         assert_eq!(assert_sound(&g, &store), 0);
+    }
+
+    #[test]
+    fn removals_leave_no_node_unreachable() {
+        // Uniform 128-d vectors, M = 6, two thirds removed: before the removed nodes'
+        // neighbours and the nodes repairs prune were checked, 105 of the 1,333 left ended on
+        // no list, and a search for a survivor's own vector found 928 of them (now 1,054).
+        let mut store = store_with(4_000, 128, Metric::Euclidean);
+        let mut g = build(&store, 6);
+        for slot in (0..4_000u32).filter(|s| s % 3 != 1) {
+            assert!(store.remove(store.id(slot)));
+            g.remove_node(&store, slot);
+        }
+        g.consolidate(&store);
+        assert_eq!(assert_sound(&g, &store), 0);
+        assert_eq!(unlinked(&g, &store), Vec::<u32>::new());
     }
 
     #[test]

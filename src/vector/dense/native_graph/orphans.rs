@@ -25,6 +25,16 @@
 //! the farthest neighbour of one of them that some other node links to. Nodes this prunes
 //! are checked the same way, within a bound. Only the base layer is checked: upper layers
 //! only route the descent.
+//!
+//! Removals orphan nodes too: a removed node's neighbours lose its links once
+//! [`NativeGraph::consolidate`] cuts every link into it, and repairs prune. So `remove_node`
+//! and the repairs collect those nodes, and `consolidate` checks them last, when no live node
+//! links to a removed one any more (a search then walks live nodes only). Measured before:
+//! removing two thirds of 4,000 uniform 128-d vectors one by one (M = 6) left 105 of the
+//! 1,333 survivors on no list (M = 16: 7), and a search for a survivor's own vector found 928
+//! of them; after, none, and 1,054. On minilm-text (`ann_bench --churn 0.3`, two alternated
+//! runs) a removal costs 5% more CPU (384 → 403 µs and 368 → 386 µs) and recall after the
+//! churn is unchanged.
 
 use super::{ExactScorer, NativeGraph, Near, load};
 use crate::vector::dense::store::Store;
@@ -36,14 +46,15 @@ impl NativeGraph {
         suspects.sort_unstable();
         suspects.dedup();
         suspects.retain(|&s| self.could_be_orphan(store, s) && !self.has_link_in(store, s, None));
-        // Each relink may prune a few nodes, which are checked in turn: bounded all the same.
-        let mut budget = 4 * suspects.len() + 16;
+        // Each relink may prune a few nodes, checked in turn (a look at their neighbours, and
+        // a search only for those none links back to): the searches are bounded all the same.
+        let mut searches = 2 * suspects.len() + 16;
         while let Some(o) = suspects.pop() {
-            if budget == 0 {
-                break;
-            }
-            budget -= 1;
             if self.could_be_orphan(store, o) && !self.has_link_in(store, o, None) {
+                if searches == 0 {
+                    break;
+                }
+                searches -= 1;
                 self.relink_if_unreachable(store, o, &mut suspects);
             }
         }
