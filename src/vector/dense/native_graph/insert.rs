@@ -34,6 +34,18 @@ use crate::vector::dense::store::{Store, grow_for};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+/// Sorts and dedups `nodes` whenever it reaches `limit` (at least 4,096), then sets the limit
+/// to twice the distinct count. A build prunes the same nodes many times: on minilm-text
+/// (43k, two threads) 343,560 prunings (8 per insert, 32 MB at a million) of 35,552 distinct
+/// nodes, a list that now ends at 74,073.
+fn keep_distinct(nodes: &mut Vec<u32>, limit: &mut usize) {
+    if nodes.len() >= (*limit).max(1 << 12) {
+        nodes.sort_unstable();
+        nodes.dedup();
+        *limit = 2 * nodes.len();
+    }
+}
+
 /// The entry point and the top level, shared by the inserting threads.
 struct Top {
     entry: Option<u32>,
@@ -75,8 +87,10 @@ impl NativeGraph {
                 top: &top,
             };
             let mut scratch = graph.take_scratch();
+            let mut limit = 0;
             for &slot in slots {
                 insertion.insert(slot, &mut scratch, &mut dropped);
+                keep_distinct(&mut dropped, &mut limit);
             }
             graph.give_scratch(scratch);
         } else {
@@ -93,10 +107,11 @@ impl NativeGraph {
                     .map(|_| {
                         scope.spawn(|| {
                             let mut scratch = graph.take_scratch();
-                            let mut dropped = Vec::new();
+                            let (mut dropped, mut limit) = (Vec::new(), 0);
                             while let Some(&slot) = slots.get(next.fetch_add(1, Ordering::Relaxed))
                             {
                                 insertion.insert(slot, &mut scratch, &mut dropped);
+                                keep_distinct(&mut dropped, &mut limit);
                             }
                             graph.give_scratch(scratch);
                             dropped
