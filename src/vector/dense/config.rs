@@ -29,8 +29,8 @@ pub enum Traversal {
     /// magnitude), a quarter of the bytes per visited node; the candidates are then rescored
     /// exactly, so returned scores are exact. Costs `dimension + 4` bytes per vector (+4 more
     /// for Euclidean). Native graph only; ignored by `hnsw-rs`. Measured on 43,000 × 384-d
-    /// text embeddings (`benches/peers`, 2026-11-25 16:50 run): 36,419 / 17,520 QPS at
-    /// recall@10 0.95 / 0.99 against the exact walk's 15,740 / 8,016, index memory 90.0 MB
+    /// text embeddings (`benches/peers`, 2026-11-25 19:15 run): 32,044 / 14,539 QPS at
+    /// recall@10 0.95 / 0.99 against the exact walk's 15,588 / 7,620, index memory 90.0 MB
     /// against 73.3.
     Int8,
     /// 1-bit codes of the vectors (RaBitQ's estimator, one cache line per vector at 384-d)
@@ -41,9 +41,9 @@ pub enum Traversal {
     ///
     /// Meant for text and image embeddings (a low intrinsic dimension in many components):
     /// on 43,000 × 384-d text embeddings it needs a wider beam than the exact walk for the same
-    /// recall (ef 96 for 0.993, where the exact walk needs 64) but answers 38,999 / 18,963
-    /// queries per second at recall@10 0.95 / 0.99 against the exact walk's 15,740 / 8,016
-    /// (`benches/peers`, 2026-11-25 16:50 run, one thread), for 76.1 MB of index against 73.3. Not
+    /// recall (ef 96 for 0.993, where the exact walk needs 64) but answers 42,365 / 19,855
+    /// queries per second at recall@10 0.95 / 0.99 against the exact walk's 15,588 / 7,620
+    /// (`benches/peers`, 2026-11-25 19:15 run, one thread), for 76.1 MB of index against 73.3. Not
     /// for data without such structure: on isotropic Gaussian clusters, where a point's
     /// neighbours are all nearly as far as each other, a 1-bit estimate cannot tell them
     /// apart (384-d, ef 64: recall@10 0.60 against the exact walk's 0.91); and it loses more
