@@ -561,10 +561,7 @@ impl NativeGraph {
         }
         self.suspects = suspects;
         self.points = self.points.saturating_sub(1);
-        self.unrepaired += 1;
-        if self.unrepaired >= self.consolidate_after() {
-            self.consolidate(store);
-        }
+        // The entry point moves first: a consolidation's relinking searches from it.
         if self.entry == Some(slot) {
             self.entry = None;
             self.max_level = 0;
@@ -574,6 +571,10 @@ impl NativeGraph {
                     self.max_level = l;
                 }
             }
+        }
+        self.unrepaired += 1;
+        if self.unrepaired >= self.consolidate_after() {
+            self.consolidate(store);
         }
     }
 
