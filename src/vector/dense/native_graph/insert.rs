@@ -193,12 +193,7 @@ impl Insertion<'_> {
         // touch only that level, which the searches of the levels below never read.
         let mut lists: Vec<(u8, Vec<u32>)> = Vec::new();
         for l in (0..=level.min(max_level)).rev() {
-            graph.search_layer(store, &scorer, cur, graph.ef_construction, l, None, scratch);
-            sorted.clear();
-            sorted.extend(scratch.results.drain());
-            // Tombstoned slots stay walkable but are never chosen as new neighbours.
-            sorted.retain(|n: &Near| n.slot != slot && store.is_live(n.slot));
-            sorted.sort_unstable();
+            graph.candidates(store, &scorer, cur, l, slot, scratch, &mut sorted);
             if let Some(best) = sorted.first() {
                 cur = *best;
             }
@@ -227,6 +222,37 @@ impl Insertion<'_> {
 }
 
 impl NativeGraph {
+    /// The nodes a beam search of `ef_construction` from `from` finds on `level` for `slot`'s
+    /// vector, nearest first, into `out`, without `slot` itself and the tombstoned slots
+    /// (walkable, never chosen as new neighbours); returns whether `slot` was among them.
+    #[allow(clippy::too_many_arguments)] // the search's inputs and its two buffers
+    pub(super) fn candidates(
+        &self,
+        store: &Store,
+        scorer: &ExactScorer<'_>,
+        from: Near,
+        level: u8,
+        slot: u32,
+        scratch: &mut Scratch,
+        out: &mut Vec<Near>,
+    ) -> bool {
+        self.search_layer(
+            store,
+            scorer,
+            from,
+            self.ef_construction,
+            level,
+            None,
+            scratch,
+        );
+        out.clear();
+        out.extend(scratch.results.drain());
+        let found = out.iter().any(|n| n.slot == slot);
+        out.retain(|n| n.slot != slot && store.is_live(n.slot));
+        out.sort_unstable();
+        found
+    }
+
     /// Adds `new` to `node`'s list at `level`, pruning with the heuristic when full; returns
     /// whether `new` is on the list afterwards. Nodes pruned from a base-layer list are pushed
     /// onto `dropped`. During a parallel build the caller holds `node`'s lock.

@@ -45,7 +45,6 @@ impl NativeGraph {
     pub(super) fn relink_orphans(&self, store: &Store, mut suspects: Vec<u32>) {
         suspects.sort_unstable();
         suspects.dedup();
-        suspects.retain(|&s| self.could_be_orphan(store, s) && !self.has_link_in(store, s, None));
         // Each relink may prune a few nodes, checked in turn (a look at their neighbours, and
         // a search only for those none links back to): the searches are bounded all the same.
         let mut searches = 2 * suspects.len() + 16;
@@ -88,24 +87,14 @@ impl NativeGraph {
         };
         let cur = self.descend(&scorer, entry, self.max_level, 0);
         let mut scratch = self.take_scratch();
-        self.search_layer(
-            store,
-            &scorer,
-            cur,
-            self.ef_construction,
-            0,
-            None,
-            &mut scratch,
-        );
-        let mut found: Vec<Near> = scratch.results.drain().collect();
+        let mut found = Vec::new();
+        let reached = self.candidates(store, &scorer, cur, 0, o, &mut scratch, &mut found);
         self.give_scratch(scratch);
         // Found from elsewhere: reachable. (Found as the descent's landing point only: an
         // upper-layer node, still without a base-layer link in.)
-        if cur.slot != o && found.iter().any(|n| n.slot == o) {
+        if reached && cur.slot != o {
             return;
         }
-        found.retain(|n| n.slot != o && store.is_live(n.slot));
-        found.sort_unstable();
         let mut chosen = Vec::new();
         Self::select(store, &found, self.m, &mut chosen);
 
