@@ -105,8 +105,8 @@ pub struct DenseConfig {
     /// and when a snapshot without graph links is loaded (`1..=256`, default 1). One thread
     /// builds the same graph for the same inserts every time; more build one as good but not
     /// bit for bit the same (which node sees which depends on timing), so a host that needs
-    /// identical replicas keeps 1. Single inserts always use one thread, and so does a batch while the
-    /// index holds removed or replaced vectors not yet compacted away (a known limitation).
+    /// identical replicas keeps 1. Single inserts always use one thread; a batch uses them all
+    /// whether or not the index holds removed or replaced vectors not yet compacted away.
     pub build_threads: usize,
 }
 
