@@ -39,6 +39,21 @@ impl Backoff {
             .min(self.max);
         full.mul_f64(0.5 + 0.5 * unit.clamp(0.0, 1.0))
     }
+
+    /// The wait before `message`'s next retry: its publisher's `Upstash-Retry-Delay`
+    /// expression of `retried` when it has one (exactly, no jitter, at most a day), else
+    /// [`Backoff::delay`].
+    pub(crate) fn for_message(&self, message: &flowvec::wire::Message, unit: f64) -> Duration {
+        // Checked at publication; one that no longer parses (it cannot) falls back.
+        match message
+            .retry_delay
+            .as_deref()
+            .map(flowvec::wire::RetryDelay::parse)
+        {
+            Some(Ok(expression)) => Duration::from_millis(expression.delay_ms(message.retried)),
+            _ => self.delay(message.retried, unit),
+        }
+    }
 }
 
 /// Everything the server can be told; each flag also reads an environment variable.
@@ -474,4 +489,32 @@ fn usage() -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_with_a_retry_delay_expression_waits_exactly_that_long() {
+        let backoff = Backoff {
+            base: Duration::from_millis(500),
+            max: Duration::from_secs(60),
+        };
+        let mut message = flowvec::wire::Message::default();
+        for (retried, want) in [(0, 250..=500), (1, 500..=1000), (10, 30_000..=60_000)] {
+            message.retried = retried;
+            for unit in [0.0, 0.5, 0.999] {
+                let ms = backoff.for_message(&message, unit).as_millis();
+                assert!(want.contains(&ms), "backoff {retried}: {ms}");
+            }
+        }
+        message.retry_delay = Some("pow(2, retried) * 1000".into());
+        for (retried, want) in [(0, 1_000), (3, 8_000), (40, 86_400_000)] {
+            message.retried = retried;
+            for unit in [0.0, 0.999] {
+                assert_eq!(backoff.for_message(&message, unit).as_millis(), want);
+            }
+        }
+    }
 }

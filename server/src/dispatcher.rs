@@ -5,7 +5,7 @@
 //! the next attempt. The state machine retries the message then (held in the engine's timers,
 //! counted against its key's limits again) while it has retries left, else moves it to the
 //! dead letter queue; this side only decides *that* an attempt failed and *when* to try again
-//! (exponential backoff with jitter).
+//! (exponential backoff with jitter, or the publisher's `Upstash-Retry-Delay` expression).
 //!
 //! Each call carries `Upstash-Message-Id: <id>`, the id publish answered with; it stays the
 //! same across retries and restarts, so a receiver can drop the duplicates that at-least-once
@@ -190,7 +190,7 @@ impl Dispatcher {
                 response: message.callback.is_some().then_some(response),
             }
         } else {
-            let delay = self.backoff.delay(message.retried, self.unit());
+            let delay = self.backoff.for_message(&message, self.unit());
             if last {
                 eprintln!(
                     "delivery {id} to {}: attempt {} failed ({}), no retries left: to the dead letter queue",

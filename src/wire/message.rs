@@ -45,6 +45,11 @@ pub struct Message {
     /// How many retries were made so far (sent as `Upstash-Retried`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u32,
+    /// The publisher's delay between retries (`Upstash-Retry-Delay`), an expression of
+    /// `retried` in ms checked at publication ([`RetryDelay`](super::RetryDelay)); `None` for
+    /// the host's own backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_delay: Option<String>,
     /// Delay from publication (`Upstash-Delay`), ms; the state machine turns it into
     /// [`not_before`](Self::not_before) with the publish command's `now`.
     #[serde(default, skip_serializing_if = "is_zero_u64")]

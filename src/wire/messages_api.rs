@@ -31,6 +31,9 @@ pub(crate) fn message_json(id: &str, message: &Message) -> Map<String, Value> {
     };
     out.insert("maxRetries".into(), json!(message.retries));
     out.insert("retried".into(), json!(message.retried));
+    if let Some(expression) = &message.retry_delay {
+        out.insert("retryDelayExpression".into(), json!(expression));
+    }
     out.insert("notBefore".into(), json!(message.not_before));
     out.insert("createdAt".into(), json!(message.created_at));
     if let Some(url) = &message.callback {

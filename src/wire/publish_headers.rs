@@ -37,11 +37,12 @@ pub(crate) fn apply(
     policy: RetryPolicy,
     message: &mut Message,
 ) -> Result<(), WireError> {
-    if req.header("Upstash-Retry-Delay").is_some() {
-        return Err(WireError::BadHeader {
+    if let Some(value) = req.header("Upstash-Retry-Delay") {
+        super::RetryDelay::parse(value).map_err(|e| WireError::BadHeader {
             name: "Upstash-Retry-Delay",
-            problem: "retry delay expressions are not supported by this server; it retries with exponential backoff and jitter".to_owned(),
-        });
+            problem: format!("{:?} is not a retry delay expression: {e}", quote(value)),
+        })?;
+        message.retry_delay = Some(value.trim().to_owned());
     }
     message.retries = match req.header("Upstash-Retries") {
         Some(value) => retries(value, policy.max_retries, "Upstash-Retries")?,
@@ -238,6 +239,9 @@ mod tests {
         assert_eq!(m.callback_headers, vec![("X-A".into(), "1".into())]);
         assert_eq!(m.failure_callback_headers, vec![("X-B".into(), "2".into())]);
         assert_eq!(with(&[]).unwrap().retries, 3, "the default");
+        assert_eq!(with(&[]).unwrap().retry_delay, None, "the host's backoff");
+        let m = with(&[("Upstash-Retry-Delay", " pow(2, retried) * 1000 ")]).unwrap();
+        assert_eq!(m.retry_delay.as_deref(), Some("pow(2, retried) * 1000"));
 
         let m = with(&[
             ("Upstash-Delay", "2s"),
@@ -260,7 +264,8 @@ mod tests {
             ("Upstash-Timeout", "0s"),
             ("Upstash-Callback", "cb/ok"),
             ("Upstash-Failure-Callback", "ftp://x"),
-            ("Upstash-Retry-Delay", "pow(2, retried)"),
+            ("Upstash-Retry-Delay", "pow(2, tries) * 1000"),
+            ("Upstash-Retry-Delay", ""),
         ] {
             let err = with(&[(name, value)]).unwrap_err();
             assert_eq!(err.status(), 400, "{name}: {value}");

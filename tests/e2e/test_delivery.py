@@ -606,6 +606,34 @@ def test_cancel_in_flight_is_409(qstash, destination):
     assert not dlq_entries(qstash, mid)
 
 
+def test_retry_delay_expression_sets_each_wait(qstash, destination, jitter):
+    """`retry_delay` (`Upstash-Retry-Delay`) replaces the backoff: the wait after the failed
+    attempt carrying `Upstash-Retried: n` is the expression at `retried = n`, in ms, with no
+    jitter; `message.get` shows the expression while the message is held."""
+    group = grp("retry-delay")
+    expression = "max(60, 60 * (1 + retried))"
+    destination.script(group, "m", [Reply(500, b"down")] * 3)
+    mid = publish(qstash, url=destination.target(group, "m"), body="custom", retries=3, retry_delay=expression)
+
+    def held_for_a_retry():
+        raw = raw_message(qstash, mid)
+        return raw if raw.get("retried", 0) >= 1 else None
+
+    shown = wait_until(held_for_a_retry, 10, "the message held for its first retry", interval=0.01)
+    assert shown["retryDelayExpression"] == expression, shown
+    assert qstash.message.get(mid).retry_delay_expression == expression
+    destination.wait_for(group, 4, timeout=10)
+    time.sleep(0.2)
+    calls = destination.calls(group, "m")
+    assert len(calls) == 4, f"{len(calls)} attempts, want 4"
+    for n in range(3):
+        gap = calls[n + 1].start - calls[n].end
+        want = 0.060 * (1 + n)
+        assert want - BACKOFF_EPS <= gap <= want + jitter, (
+            f"retry {n + 1} came {gap * 1000:.1f} ms after the failed attempt; the expression gives {want * 1000:.0f} ms"
+        )
+
+
 def test_cancel_during_backoff(qstash, destination):
     group = grp("backoff")
     destination.script(group, "m", [Reply(500, b"down")] * 20)
@@ -757,7 +785,9 @@ BAD_PUBLISH = [
     ("Upstash-Callback", {"callback": "cb/relative"}),
     ("Upstash-Callback", {"callback": "ftp://example.com/x"}),
     ("Upstash-Failure-Callback", {"failure_callback": "/fail"}),
-    ("Upstash-Retry-Delay", {"retry_delay": "pow(2, retried)"}),
+    ("Upstash-Retry-Delay", {"retry_delay": "pow(2, tries) * 1000"}),
+    ("Upstash-Retry-Delay", {"retry_delay": "sqrt(1, 2)"}),
+    ("Upstash-Retry-Delay", {"retry_delay": "(100"}),
 ]
 
 
