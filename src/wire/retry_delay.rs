@@ -402,6 +402,163 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// An expression as the oracle sees it: built directly, printed with the fewest
+    /// parentheses the grammar needs, evaluated without the parser.
+    #[derive(Debug, Clone)]
+    enum Expr {
+        Number(f64),
+        Retried,
+        Negate(Box<Expr>),
+        Binary(char, Box<Expr>, Box<Expr>),
+        Call(&'static str, Vec<Expr>),
+    }
+
+    impl Expr {
+        /// Binding strength: sums 1, products 2, unary minus 3, atoms 4.
+        fn strength(&self) -> u8 {
+            match self {
+                Expr::Binary('+' | '-', ..) => 1,
+                Expr::Binary(..) => 2,
+                Expr::Negate(_) => 3,
+                _ => 4,
+            }
+        }
+
+        fn render(&self, out: &mut String) {
+            let wrapped = |e: &Expr, parens: bool, out: &mut String| {
+                if parens {
+                    out.push('(');
+                }
+                e.render(out);
+                if parens {
+                    out.push(')');
+                }
+            };
+            match self {
+                Expr::Number(n) => out.push_str(&n.to_string()),
+                Expr::Retried => out.push_str("retried"),
+                Expr::Negate(e) => {
+                    out.push('-');
+                    wrapped(e, e.strength() < 3, out);
+                }
+                Expr::Binary(op, a, b) => {
+                    let own = self.strength();
+                    // Left-associative: an equal right operand keeps its parentheses.
+                    wrapped(a, a.strength() < own, out);
+                    out.push_str(&format!(" {op} "));
+                    wrapped(b, b.strength() <= own, out);
+                }
+                Expr::Call(name, args) => {
+                    out.push_str(name);
+                    out.push('(');
+                    for (i, a) in args.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        a.render(out);
+                    }
+                    out.push(')');
+                }
+            }
+        }
+
+        fn value(&self, retried: f64) -> f64 {
+            match self {
+                Expr::Number(n) => *n,
+                Expr::Retried => retried,
+                Expr::Negate(e) => -e.value(retried),
+                Expr::Binary(op, a, b) => {
+                    let (a, b) = (a.value(retried), b.value(retried));
+                    match op {
+                        '+' => a + b,
+                        '-' => a - b,
+                        '*' => a * b,
+                        _ => a / b,
+                    }
+                }
+                Expr::Call(name, args) => {
+                    let v: Vec<f64> = args.iter().map(|a| a.value(retried)).collect();
+                    match *name {
+                        "pow" => v[0].powf(v[1]),
+                        "sqrt" => v[0].sqrt(),
+                        "abs" => v[0].abs(),
+                        "exp" => v[0].exp(),
+                        "floor" => v[0].floor(),
+                        "ceil" => v[0].ceil(),
+                        "round" => v[0].round(),
+                        "min" => v.iter().copied().fold(f64::INFINITY, f64::min),
+                        _ => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    }
+                }
+            }
+        }
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        let leaf = prop_oneof![
+            (0u32..100_000, 0u32..4).prop_map(|(n, scale)| {
+                Expr::Number(f64::from(n) / f64::from(10u32.pow(scale)))
+            }),
+            Just(Expr::Retried),
+        ];
+        leaf.prop_recursive(5, 40, 3, |inner| {
+            prop_oneof![
+                inner.clone().prop_map(|e| Expr::Negate(Box::new(e))),
+                (
+                    prop::sample::select(vec!['+', '-', '*', '/']),
+                    inner.clone(),
+                    inner.clone()
+                )
+                    .prop_map(|(op, a, b)| Expr::Binary(
+                        op,
+                        Box::new(a),
+                        Box::new(b)
+                    )),
+                (
+                    prop::sample::select(vec!["sqrt", "abs", "exp", "floor", "ceil", "round"]),
+                    inner.clone()
+                )
+                    .prop_map(|(f, a)| Expr::Call(f, vec![a])),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| Expr::Call("pow", vec![a, b])),
+                (
+                    prop::sample::select(vec!["min", "max"]),
+                    prop::collection::vec(inner, 1..4)
+                )
+                    .prop_map(|(f, args)| Expr::Call(f, args)),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 512,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x4E7_4D1A),
+            ..ProptestConfig::default()
+        })]
+
+        /// Printed with the fewest parentheses, every expression parses back to the value the
+        /// oracle computes, bit for bit, for several `retried`; the delay is that value
+        /// floored and clamped.
+        #[test]
+        fn parsing_agrees_with_direct_evaluation(e in expr()) {
+            let mut text = String::new();
+            e.render(&mut text);
+            prop_assume!(text.len() <= MAX_EXPRESSION_LEN);
+            let parsed = RetryDelay::parse(&text).map_err(|err| TestCaseError::fail(format!("{text:?}: {err}")))?;
+            for retried in [0u32, 1, 2, 5, 30] {
+                let want = e.value(f64::from(retried));
+                let got = eval(&parsed.root, f64::from(retried));
+                prop_assert!(
+                    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                    "{text:?} at retried {retried}: parsed {got}, oracle {want}"
+                );
+                let clamped = if want.is_nan() || want <= 0.0 { 0 } else { (want as u64).min(MAX_RETRY_DELAY_MS) };
+                prop_assert_eq!(parsed.delay_ms(retried), clamped);
+            }
+        }
+    }
 
     fn delays(text: &str, upto: u32) -> Vec<u64> {
         let e = RetryDelay::parse(text).unwrap();
