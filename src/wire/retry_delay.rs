@@ -221,9 +221,12 @@ impl Parser<'_> {
         }
     }
 
-    fn deeper(&mut self) -> Result<(), RetryDelayError> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
+    /// Runs `inner` one nesting level deeper; refused past `MAX_DEPTH`.
+    fn nested<T>(
+        &mut self,
+        inner: impl FnOnce(&mut Self) -> Result<T, RetryDelayError>,
+    ) -> Result<T, RetryDelayError> {
+        if self.depth == MAX_DEPTH {
             return Err(RetryDelayError {
                 problem: format!(
                     "the expression nests deeper than {MAX_DEPTH} levels at byte {}",
@@ -231,35 +234,36 @@ impl Parser<'_> {
                 ),
             });
         }
-        Ok(())
+        self.depth += 1;
+        let result = inner(self);
+        self.depth -= 1;
+        result
     }
 
     /// `product (('+' | '-') product)*`
     fn sum(&mut self) -> Result<Node, RetryDelayError> {
-        let mut left = self.product()?;
-        loop {
-            let op = match self.peek() {
-                Some(b'+') => Op::Add,
-                Some(b'-') => Op::Sub,
-                _ => return Ok(left),
-            };
-            self.at += 1;
-            let right = self.product()?;
-            left = Node::Binary(op, Box::new(left), Box::new(right));
-        }
+        self.left_to_right([(b'+', Op::Add), (b'-', Op::Sub)], Self::product)
     }
 
     /// `unary (('*' | '/') unary)*`
     fn product(&mut self) -> Result<Node, RetryDelayError> {
-        let mut left = self.unary()?;
+        self.left_to_right([(b'*', Op::Mul), (b'/', Op::Div)], Self::unary)
+    }
+
+    /// `operand (op operand)*` for the two operators of one strength, grouped from the left.
+    fn left_to_right(
+        &mut self,
+        ops: [(u8, Op); 2],
+        operand: fn(&mut Self) -> Result<Node, RetryDelayError>,
+    ) -> Result<Node, RetryDelayError> {
+        let mut left = operand(self)?;
         loop {
-            let op = match self.peek() {
-                Some(b'*') => Op::Mul,
-                Some(b'/') => Op::Div,
-                _ => return Ok(left),
+            let next = self.peek();
+            let Some(&(_, op)) = ops.iter().find(|(byte, _)| Some(*byte) == next) else {
+                return Ok(left);
             };
             self.at += 1;
-            let right = self.unary()?;
+            let right = operand(self)?;
             left = Node::Binary(op, Box::new(left), Box::new(right));
         }
     }
@@ -269,9 +273,7 @@ impl Parser<'_> {
         match self.peek() {
             Some(sign @ (b'-' | b'+')) => {
                 self.at += 1;
-                self.deeper()?;
-                let inner = self.unary()?;
-                self.depth -= 1;
+                let inner = self.nested(Self::unary)?;
                 Ok(if sign == b'-' {
                     Node::Negate(Box::new(inner))
                 } else {
@@ -289,9 +291,7 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'(') => {
                 self.at += 1;
-                self.deeper()?;
-                let inner = self.sum()?;
-                self.depth -= 1;
+                let inner = self.nested(Self::sum)?;
                 self.close()?;
                 Ok(inner)
             }
@@ -362,19 +362,20 @@ impl Parser<'_> {
             return Err(self.unexpected(&format!("( after the function {name}")));
         }
         self.at += 1;
-        self.deeper()?;
-        let mut args = Vec::new();
-        if self.peek() != Some(b')') {
-            loop {
-                args.push(self.sum()?);
-                if self.peek() == Some(b',') {
-                    self.at += 1;
-                } else {
-                    break;
+        let args = self.nested(|p| {
+            let mut args = Vec::new();
+            if p.peek() != Some(b')') {
+                loop {
+                    args.push(p.sum()?);
+                    if p.peek() == Some(b',') {
+                        p.at += 1;
+                    } else {
+                        break;
+                    }
                 }
             }
-        }
-        self.depth -= 1;
+            Ok(args)
+        })?;
         self.close()?;
         let (want, or_more) = function.arity();
         if args.len() < want || (!or_more && args.len() > want) {
