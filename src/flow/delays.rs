@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use super::engine::FlowControl;
 use super::key::DELAYED;
-use super::waitlist::{Ends, SlotState};
+use super::waitlist::SlotState;
 use super::{FlowError, Limits, MessageId, Timestamp};
 
 #[derive(Debug, Clone, Default)]
@@ -168,14 +168,7 @@ impl<M> FlowControl<M> {
         let key = e.key;
         e.state = SlotState::Waiting;
         (e.prev, e.next) = (super::key::NIL, super::key::NIL);
-        let k = self.keys.get_mut(key);
-        let mut ends = Ends {
-            head: k.head,
-            tail: k.tail,
-        };
-        self.messages.push_back(&mut ends, slot);
-        let k = self.keys.get_mut(key);
-        (k.head, k.tail) = (ends.head, ends.tail);
+        let k = self.edit_waitlist(key, |list, ends| list.push_back(ends, slot));
         k.waiting += 1;
         self.refresh(key);
     }

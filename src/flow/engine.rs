@@ -200,14 +200,7 @@ impl<M> FlowControl<M> {
         if !link {
             return Ok(MessageId::new(seq, msg));
         }
-        let k = self.keys.get_mut(slot);
-        let mut ends = Ends {
-            head: k.head,
-            tail: k.tail,
-        };
-        self.messages.push_back(&mut ends, msg);
-        let k = self.keys.get_mut(slot);
-        (k.head, k.tail) = (ends.head, ends.tail);
+        let k = self.edit_waitlist(slot, |list, ends| list.push_back(ends, msg));
         k.waiting += 1;
         self.refresh(slot);
         Ok(MessageId::new(seq, msg))
@@ -251,13 +244,7 @@ impl<M> FlowControl<M> {
                 continue;
             }
             let msg = k.head;
-            let mut ends = Ends {
-                head: k.head,
-                tail: k.tail,
-            };
-            self.messages.unlink(&mut ends, msg);
-            let k = self.keys.get_mut(slot);
-            (k.head, k.tail) = (ends.head, ends.tail);
+            let k = self.edit_waitlist(slot, |list, ends| list.unlink(ends, msg));
             k.waiting -= 1;
             k.active += 1;
             if k.rate_max != 0 {
@@ -442,14 +429,7 @@ impl<M> FlowControl<M> {
         }
         self.check(id, SlotState::Waiting).ok()?;
         let slot = self.messages.entry_mut(id.slot()).key;
-        let k = self.keys.get_mut(slot);
-        let mut ends = Ends {
-            head: k.head,
-            tail: k.tail,
-        };
-        self.messages.unlink(&mut ends, id.slot());
-        let k = self.keys.get_mut(slot);
-        (k.head, k.tail) = (ends.head, ends.tail);
+        let k = self.edit_waitlist(slot, |list, ends| list.unlink(ends, id.slot()));
         k.waiting -= 1;
         let message = self.messages.release(id.slot());
         self.refresh(slot);
@@ -736,14 +716,7 @@ impl<M> FlowControl<M> {
         let e = self.messages.entry_mut(msg);
         e.state = SlotState::Waiting;
         let slot = e.key;
-        let k = self.keys.get_mut(slot);
-        let mut ends = Ends {
-            head: k.head,
-            tail: k.tail,
-        };
-        self.messages.push_front(&mut ends, msg);
-        let k = self.keys.get_mut(slot);
-        (k.head, k.tail) = (ends.head, ends.tail);
+        let k = self.edit_waitlist(slot, |list, ends| list.push_front(ends, msg));
         k.active -= 1;
         k.waiting += 1;
         self.active_total -= 1;
@@ -770,6 +743,25 @@ impl<M> FlowControl<M> {
 
     fn timer_valid(&self, deadline: u64, slot: u32) -> bool {
         self.keys.is_live(slot) && self.keys.get(slot).timer_at == deadline
+    }
+
+    /// Runs `edit` on the waitlist of the key in `slot` (its ends are kept in the key, its links
+    /// in the message slab), stores the new ends and returns the key for its counters.
+    #[inline]
+    pub(super) fn edit_waitlist(
+        &mut self,
+        slot: u32,
+        edit: impl FnOnce(&mut MessageSlab<M>, &mut Ends),
+    ) -> &mut KeyState {
+        let k = self.keys.get_mut(slot);
+        let mut ends = Ends {
+            head: k.head,
+            tail: k.tail,
+        };
+        edit(&mut self.messages, &mut ends);
+        let k = self.keys.get_mut(slot);
+        (k.head, k.tail) = (ends.head, ends.tail);
+        k
     }
 
     /// Restores the engine's invariants for one key after anything about it changed: a ready

@@ -91,6 +91,23 @@ impl Inner {
             .get_mut(id)
             .filter(|entry| entry.record.user_email == account)
     }
+
+    /// Files a validated `record` under its id and its owner; `DatabaseExists` if the id is
+    /// taken. The one way in for `insert_with` and `restore`, so both keep the two maps alike.
+    fn add(&mut self, record: Database, password: SecretHash) -> Result<(), ManagementError> {
+        if self.databases.contains_key(&record.database_id) {
+            return Err(ManagementError::DatabaseExists {
+                id: ManagementError::quote(&record.database_id),
+            });
+        }
+        self.by_owner
+            .entry(record.user_email.clone())
+            .or_default()
+            .insert(record.database_id.clone());
+        self.databases
+            .insert(record.database_id.clone(), Entry { record, password });
+        Ok(())
+    }
 }
 
 impl Registry {
@@ -138,24 +155,7 @@ impl Registry {
     ) -> Result<Database, ManagementError> {
         validate_record(&record)?;
         let hash = secrets.install(&mut record);
-        let mut inner = self.inner.write();
-        if inner.databases.contains_key(&record.database_id) {
-            return Err(ManagementError::DatabaseExists {
-                id: ManagementError::quote(&record.database_id),
-            });
-        }
-        inner
-            .by_owner
-            .entry(record.user_email.clone())
-            .or_default()
-            .insert(record.database_id.clone());
-        inner.databases.insert(
-            record.database_id.clone(),
-            Entry {
-                record: record.clone(),
-                password: hash,
-            },
-        );
+        self.inner.write().add(record.clone(), hash)?;
         Ok(record)
     }
 
@@ -302,23 +302,7 @@ impl Registry {
             } in snapshot.databases
             {
                 validate_record(&record)?;
-                if inner.databases.contains_key(&record.database_id) {
-                    return Err(ManagementError::DatabaseExists {
-                        id: ManagementError::quote(&record.database_id),
-                    });
-                }
-                inner
-                    .by_owner
-                    .entry(record.user_email.clone())
-                    .or_default()
-                    .insert(record.database_id.clone());
-                inner.databases.insert(
-                    record.database_id.clone(),
-                    Entry {
-                        record,
-                        password: password_hash,
-                    },
-                );
+                inner.add(record, password_hash)?;
             }
         }
         Ok(registry)
