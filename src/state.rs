@@ -51,11 +51,13 @@
 //! # Layout
 //! `command.rs` [`Command`] and its outcome [`Applied`]; `machine.rs` [`StateMachine`] and
 //! `apply`; `delivery.rs` the queue's commands (delays, retries, callbacks, cancellation);
-//! `dead_letters.rs` the dead letter queue [`DeadLetters`]; `entry.rs` [`LogEntry`] bytes (MessagePack with a CRC-32); `image.rs` the framed
+//! `dead_letters.rs` the dead letter queue [`DeadLetters`]; `deduplication.rs` the publish
+//! deduplication window [`Deduplication`]; `entry.rs` [`LogEntry`] bytes (MessagePack with a CRC-32); `image.rs` the framed
 //! image of all engines; `error.rs` [`StateError`].
 
 mod command;
 mod dead_letters;
+mod deduplication;
 mod delivery;
 mod entry;
 mod error;
@@ -64,6 +66,7 @@ mod machine;
 
 pub use command::{Applied, Command};
 pub use dead_letters::{DeadLetter, DeadLetters};
+pub use deduplication::{DEDUPLICATION_WINDOW_MS, Deduplication};
 pub(crate) use delivery::header_map;
 pub use entry::LogEntry;
 pub use error::{ApplyError, StateError};

@@ -24,8 +24,8 @@
 //! `http.rs` [`Request`]/[`Response`]/[`Method`]; `percent.rs` decoding; `router.rs` path →
 //! route, allowed methods, auth kind; `auth.rs` [`Tokens`]; `error.rs` [`WireError`] and the
 //! envelope; `vector_api.rs`, `queue_api.rs`, `messages_api.rs`, `dlq_api.rs`,
-//! `management_api.rs`, `resumable_api.rs` the handlers; `publish_headers.rs` the delivery options of a publish
-//! ([`RetryPolicy`]); `message.rs` the queued [`Message`] and a [`DeliveryResponse`];
+//! `management_api.rs`, `resumable_api.rs` the handlers; `publish_headers.rs` the delivery options and the deduplication id of a
+//! publish ([`RetryPolicy`]); `message.rs` the queued [`Message`] and a [`DeliveryResponse`];
 //! `signing.rs` the signing keys; `service.rs` [`Service`] ties them together.
 
 mod auth;
@@ -50,7 +50,7 @@ pub use auth::Tokens;
 pub use error::WireError;
 pub use http::{Method, Request, Response};
 pub use message::{DeliveryResponse, Message};
-pub use publish_headers::RetryPolicy;
+pub use publish_headers::{MAX_DEDUPLICATION_ID_LEN, RetryPolicy};
 pub use retry_delay::{MAX_EXPRESSION_LEN, MAX_RETRY_DELAY_MS, RetryDelay, RetryDelayError};
 pub use service::Service;
 pub use signing::{SIGNATURE_LIFETIME_SECS, SigningKeys, new_key, sign_delivery};

@@ -157,13 +157,15 @@ enum Op {
         limits: Option<u8>,
         body: u8,
     },
-    /// A publish with delivery options: retries 0..=2, a delay (ms), callbacks.
+    /// A publish with delivery options: retries 0..=2, a delay (ms), callbacks, and one of
+    /// three deduplication ids.
     PublishWith {
         key: Option<u8>,
         body: u8,
         retries: u8,
         delay_ms: u16,
         callbacks: bool,
+        dedup: Option<u8>,
     },
     /// A failed attempt of a picked message, to be retried after `backoff_ms`.
     Fail {
@@ -292,8 +294,8 @@ fn publish() -> impl Strategy<Value = Op> {
         // A key without limits, limits without a key: refused.
         1 => (key(), any::<u8>()).prop_map(|(k, body)| Op::Publish { key: Some(k), limits: None, body }),
         1 => (limits, any::<u8>()).prop_map(|(l, body)| Op::Publish { key: None, limits: Some(l), body }),
-        4 => (prop::option::of(key()), any::<u8>(), 0u8..3, prop_oneof![2 => Just(0u16), 1 => 1u16..3000], any::<bool>())
-            .prop_map(|(key, body, retries, delay_ms, callbacks)| Op::PublishWith { key, body, retries, delay_ms, callbacks }),
+        4 => (prop::option::of(key()), any::<u8>(), 0u8..3, prop_oneof![2 => Just(0u16), 1 => 1u16..3000], any::<bool>(), prop::option::of(0u8..3))
+            .prop_map(|(key, body, retries, delay_ms, callbacks, dedup)| Op::PublishWith { key, body, retries, delay_ms, callbacks, dedup }),
     ]
 }
 
@@ -582,8 +584,10 @@ fn make(op: &Op, now: Timestamp, issued: &mut Issued) -> (Command, Pending) {
             retries,
             delay_ms,
             callbacks,
+            dedup,
         } => {
             let mut message = message(*body);
+            message.deduplication_id = dedup.map(|d| format!("dedup-{d}"));
             message.retries = u32::from(*retries);
             message.delay_ms = u64::from(*delay_ms);
             if *callbacks {
@@ -883,6 +887,10 @@ fn observe_flow(machine: &StateMachine, now: Timestamp) -> Vec<(String, String)>
     out.push((
         "dead letters".into(),
         format!("{:?}", *machine.dead_letters()),
+    ));
+    out.push((
+        "deduplication ids".into(),
+        format!("{:?}", *machine.deduplication()),
     ));
     out
 }

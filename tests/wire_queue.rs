@@ -426,3 +426,59 @@ fn waiting_messages_survive_a_snapshot_and_a_new_service() {
         [("Content-Type".to_owned(), "text/plain".to_owned())]
     );
 }
+
+#[test]
+fn deduplication_ids_and_content_answer_202_with_the_first_id_for_ten_minutes() {
+    use flowvec::state::DEDUPLICATION_WINDOW_MS;
+
+    let h = Harness::new();
+    let now = t0();
+    post(&h, "/v2/flowControl/d/pause", now);
+    let keyed = |extra: (&'static str, &'static str)| {
+        let [k, v] = limited("d", "parallelism=1");
+        [k, v, extra]
+    };
+    let by_id = keyed(("Upstash-Deduplication-Id", "order-1"));
+    let (status, first) = publish(&h, &by_id, "one", now);
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first.get("deduplicated"), None);
+    // The same id with another body, a minute later: accepted, not queued.
+    let (status, again) = publish(&h, &by_id, "two", now.add_millis(60_000));
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(again["messageId"], first["messageId"]);
+    assert_eq!(again["deduplicated"], Value::Bool(true));
+
+    // Content based: the same destination, body and headers; `True` as the SDK spells it.
+    let by_content = keyed(("Upstash-Content-Based-Deduplication", "True"));
+    let soon = now.add_millis(60_001);
+    let (status, a) = publish(&h, &by_content, "same", soon);
+    assert_eq!(status, 201, "{a}");
+    let (status, b) = publish(&h, &by_content, "same", soon.add_millis(1));
+    assert_eq!((status, &b["messageId"]), (202, &a["messageId"]));
+    assert_eq!(
+        publish(&h, &by_content, "other", soon.add_millis(2)).0,
+        201,
+        "another body"
+    );
+    assert_ne!(a["messageId"], first["messageId"]);
+
+    let (_, info) = get(&h, "/v2/flowControl/d", soon.add_millis(2));
+    assert_eq!(info["waitListSize"], 3, "one, same, other: {info}");
+
+    // The window is 10 minutes from the first publish, not from the repeat.
+    let expired = now.add_millis(DEDUPLICATION_WINDOW_MS);
+    let (status, later) = publish(&h, &by_id, "three", expired);
+    assert_eq!(status, 201, "{later}");
+    assert_ne!(later["messageId"], first["messageId"]);
+    let (status, _) = publish(&h, &by_id, "four", expired.add_millis(1));
+    assert_eq!(status, 202, "the new publish starts a new window");
+
+    // A refused publish remembers nothing.
+    let bad = [
+        ("Upstash-Deduplication-Id", "order-9"),
+        ("Upstash-Retries", "99"),
+    ];
+    assert_eq!(publish(&h, &bad, "x", expired).0, 400);
+    let good = [("Upstash-Deduplication-Id", "order-9")];
+    assert_eq!(publish(&h, &good, "x", expired).0, 201);
+}

@@ -7,7 +7,8 @@
 //! - every delete answered 2xx stayed deleted (ids are never reused);
 //! - a write whose request got no answer (the kill) may or may not be there, but never torn:
 //!   absent or exactly its vector;
-//! - every publish answered 201 is delivered at least once within 30 s, with its body;
+//! - every publish answered 201 is delivered at least once within 30 s, with its body, and
+//!   sending it again with its deduplication id is answered 202 with the same message id;
 //!   deliveries of one message id always carry the same body, and every delivered body is one
 //!   that was published. Duplicates (at-least-once) are counted and printed, not refused.
 //!
@@ -61,6 +62,8 @@ struct Ledger {
     delete_unknown: HashSet<String>,
     /// Publishes answered 201: message id → body.
     published: HashMap<String, Vec<u8>>,
+    /// When each was sent: message id → instant (its deduplication id lasts 10 minutes).
+    published_at: HashMap<String, Instant>,
     /// Every publish body sent, answered or not.
     sent_bodies: HashSet<Vec<u8>>,
     /// Requests answered / without an answer.
@@ -190,6 +193,7 @@ impl Load {
     fn publish(&self, api: &Api, rng: &mut Rng) -> bool {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let body = format!("crash-message-{n}").into_bytes();
+        let sent = Instant::now();
         let key = format!("key-{}", rng.range(0, FLOW_KEYS));
         let destination = format!("http://127.0.0.1:{}/hook/{key}", self.receiver_port);
         self.ledger
@@ -197,7 +201,15 @@ impl Load {
             .expect("ledger")
             .sent_bodies
             .insert(body.clone());
-        let reply = api.publish(&destination, &body, &key, FLOW_VALUE);
+        let reply = api.post(
+            &format!("/v2/publish/{destination}"),
+            body.clone(),
+            &[
+                ("Upstash-Flow-Control-Key", &key),
+                ("Upstash-Flow-Control-Value", FLOW_VALUE),
+                ("Upstash-Deduplication-Id", &dedup_id(&body)),
+            ],
+        );
         let answered = reply.is_ok();
         let mut ledger = self.ledger.lock().expect("ledger");
         match reply {
@@ -205,6 +217,7 @@ impl Load {
                 ledger.answered += 1;
                 match reply.json["messageId"].as_str() {
                     Some(id) => {
+                        ledger.published_at.insert(id.to_owned(), sent);
                         if let Some(earlier) = ledger.published.insert(id.to_owned(), body) {
                             ledger.violations.push(format!(
                                 "message id {id} answered twice (first for {:?})",
@@ -227,6 +240,11 @@ impl Load {
         }
         answered
     }
+}
+
+/// Every publish carries its body as its deduplication id.
+fn dedup_id(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
 }
 
 /// How the rounds ended.
@@ -407,6 +425,35 @@ fn acknowledged_work_survives_sigkill_under_a_mixed_load() {
         );
     }
     let duplicates = deliveries.len() - body_of.len();
+
+    // The deduplication ids survived every kill: publishing each acknowledged message again,
+    // within its 10 minutes, is answered 202 with the id it got the first time.
+    let mut not_deduplicated = Vec::new();
+    let within_window = |id: &String| ledger.published_at[id].elapsed() < Duration::from_secs(540);
+    let recent: Vec<_> = ledger
+        .published
+        .iter()
+        .filter(|(id, _)| within_window(id))
+        .collect();
+    for &(id, body) in &recent {
+        let reply = api
+            .post(
+                "/v2/publish/http://127.0.0.1:9/never",
+                body.clone(),
+                &[("Upstash-Deduplication-Id", &dedup_id(body))],
+            )
+            .expect("the server answers");
+        if reply.status != 202 || reply.json["messageId"].as_str() != Some(id.as_str()) {
+            not_deduplicated.push(format!("{id}: {} {}", reply.status, reply.text));
+        }
+    }
+    assert!(
+        not_deduplicated.is_empty(),
+        "{} of {} acknowledged publishes were not recognised when sent again, e.g.:\n{}",
+        not_deduplicated.len(),
+        recent.len(),
+        not_deduplicated[..not_deduplicated.len().min(10)].join("\n")
+    );
 
     let exit = server.terminate();
     assert_eq!(exit.code, Some(0), "{}", exit.output());

@@ -274,6 +274,9 @@ pub enum Applied {
     Deleted(usize),
     /// `Publish`: the new message's id (stable: the same after a replay).
     Published(MessageId),
+    /// `Publish` of a deduplication id seen within the window: nothing was queued; the id of
+    /// the message that was ([`Deduplication`](super::Deduplication)).
+    Deduplicated(MessageId),
     /// A key operation: the key's info afterwards (`None` if it has none).
     Key(Option<KeyInfo>),
     /// `CreateDatabase` / `ResetPassword`: the record afterwards.

@@ -25,6 +25,35 @@ use crate::wire::{DeliveryResponse, Message};
 use super::{Applied, ApplyError, StateMachine};
 
 impl StateMachine {
+    /// `Publish` as a client asked for it: a message whose deduplication id was accepted less
+    /// than [`DEDUPLICATION_WINDOW_MS`](super::DEDUPLICATION_WINDOW_MS) ago is not queued again
+    /// (the answer names the message that was); otherwise [`publish`](Self::publish), and the
+    /// id is remembered.
+    pub(super) fn publish_once(
+        &self,
+        key: Option<String>,
+        limits: Option<Limits>,
+        message: Message,
+        now: Timestamp,
+    ) -> Result<Applied, ApplyError> {
+        let Some(dedup_id) = message.deduplication_id.clone() else {
+            return self.publish(key, limits, message, now);
+        };
+        let now_ms = now.as_millis();
+        {
+            let mut seen = self.deduplication.write();
+            seen.expire(now_ms);
+            if let Some(first) = seen.get(&dedup_id, now_ms) {
+                return Ok(Applied::Deduplicated(first));
+            }
+        }
+        let applied = self.publish(key, limits, message, now)?;
+        if let Applied::Published(id) = applied {
+            self.deduplication.write().insert(dedup_id, id, now_ms);
+        }
+        Ok(applied)
+    }
+
     /// `Publish`: stamps the message with its publication time, key and limits, and turns
     /// a delay into a not-before time.
     pub(super) fn publish(

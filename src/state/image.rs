@@ -9,7 +9,7 @@
 //!   4 REGISTRY  `RegistrySnapshot` as JSON (password hashes only)
 //!   5 ACCOUNTS  `AccountsSnapshot` as JSON (key hashes only)
 //!   6 QUEUE     the queue's state beside the engine as JSON (signing keys, dead letter
-//!               queue); optional when reading, so
+//!               queue, publish deduplication ids); optional when reading, so
 //!               images written before it existed still load
 //!   255 END     empty; nothing may follow
 //! ```
@@ -44,6 +44,9 @@ struct QueueSettings {
     signing_keys: Option<crate::wire::SigningKeys>,
     #[serde(default)]
     dead_letters: super::DeadLetters,
+    /// Absent in images written before publish deduplication existed.
+    #[serde(default)]
+    deduplication: super::Deduplication,
 }
 /// Tag, length and checksum.
 const HEADER: usize = 1 + 8 + 4;
@@ -68,6 +71,7 @@ impl StateMachine {
         let queue = json(&QueueSettings {
             signing_keys: self.signing_keys(),
             dead_letters: self.dead_letters().clone(),
+            deduplication: self.deduplication().clone(),
         })?;
         w.write_all(MAGIC)?;
         for (tag, payload) in SECTIONS.iter().map(|s| s.0).zip([
@@ -111,6 +115,7 @@ impl StateMachine {
         let mut queue = QueueSettings {
             signing_keys: None,
             dead_letters: super::DeadLetters::default(),
+            deduplication: super::Deduplication::default(),
         };
         if bytes.get(at) == Some(&QUEUE) {
             let (payload, next) = read_section(&bytes, at, QUEUE, "QUEUE")?;
@@ -141,6 +146,7 @@ impl StateMachine {
         );
         machine.set_signing_keys(queue.signing_keys);
         machine.set_dead_letters(queue.dead_letters);
+        machine.set_deduplication(queue.deduplication);
         Ok((machine, meta.to_vec()))
     }
 }

@@ -9,7 +9,7 @@ use crate::vector::{Index, IndexConfig, VectorError};
 use crate::wire::{Message, SigningKeys};
 use parking_lot::{RwLock, RwLockReadGuard};
 
-use super::{Applied, ApplyError, Command, DeadLetters};
+use super::{Applied, ApplyError, Command, DeadLetters, Deduplication};
 
 /// The vector index, the flow-control engine (holding [`Message`]s) and the management
 /// registry and accounts, changed only through [`apply`](Self::apply).
@@ -53,6 +53,7 @@ pub struct StateMachine {
     accounts: Arc<Accounts>,
     signing: Arc<RwLock<Option<SigningKeys>>>,
     pub(super) dead_letters: Arc<RwLock<DeadLetters>>,
+    pub(super) deduplication: Arc<RwLock<Deduplication>>,
 }
 
 impl StateMachine {
@@ -85,6 +86,7 @@ impl StateMachine {
             accounts: Arc::new(accounts),
             signing: Arc::new(RwLock::new(None)),
             dead_letters: Arc::new(RwLock::new(DeadLetters::default())),
+            deduplication: Arc::new(RwLock::new(Deduplication::default())),
         }
     }
 
@@ -101,6 +103,15 @@ impl StateMachine {
 
     pub(crate) fn set_dead_letters(&self, dead_letters: DeadLetters) {
         *self.dead_letters.write() = dead_letters;
+    }
+
+    /// The publish deduplication ids of the last 10 minutes, for reads.
+    pub fn deduplication(&self) -> RwLockReadGuard<'_, Deduplication> {
+        self.deduplication.read()
+    }
+
+    pub(crate) fn set_deduplication(&self, deduplication: Deduplication) {
+        *self.deduplication.write() = deduplication;
     }
 
     pub(crate) fn set_signing_keys(&self, keys: Option<SigningKeys>) {
@@ -182,7 +193,7 @@ impl StateMachine {
                 key,
                 limits,
                 message,
-            } => self.publish(key, limits, *message, now)?,
+            } => self.publish_once(key, limits, *message, now)?,
             Command::Pause { key } => {
                 flow.pause(&key, now)?;
                 Applied::Key(flow.key_info(&key, now))

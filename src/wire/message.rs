@@ -76,6 +76,12 @@ pub struct Message {
     /// Headers of the failure callback call (`Upstash-Failure-Callback-<Name>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failure_callback_headers: Vec<(String, String)>,
+    /// Its deduplication id (`Upstash-Deduplication-Id`, or a digest of its destination, body
+    /// and headers for `Upstash-Content-Based-Deduplication: true`): a publish with an id
+    /// accepted in the last 10 minutes is not queued again
+    /// ([`Deduplication`](crate::state::Deduplication)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deduplication_id: Option<String>,
     /// The flow-control key it was published with (set by the state machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control_key: Option<String>,

@@ -1,9 +1,18 @@
-//! The delivery options of a publish request: `Upstash-Retries`, `Upstash-Delay`,
-//! `Upstash-Not-Before`, `Upstash-Timeout`, `Upstash-Callback` and `Upstash-Failure-Callback`
-//! with their `-<Name>` headers. Each bad value is a 400 naming the header and what it takes.
+//! The delivery options of a publish request: `Upstash-Retries`, `Upstash-Retry-Delay`,
+//! `Upstash-Delay`, `Upstash-Not-Before`, `Upstash-Timeout`, `Upstash-Callback` and
+//! `Upstash-Failure-Callback` with their `-<Name>` headers, and the deduplication id
+//! (`Upstash-Deduplication-Id`, `Upstash-Content-Based-Deduplication`). Each bad value is a
+//! 400 naming the header and what it takes.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
 
 use super::percent::quote;
 use super::{Message, Request, WireError};
+
+/// The longest `Upstash-Deduplication-Id`, in bytes.
+pub const MAX_DEDUPLICATION_ID_LEN: usize = 512;
 
 /// The server's retry settings: the count a message gets without `Upstash-Retries`, and the
 /// most it may ask for.
@@ -82,7 +91,68 @@ pub(crate) fn apply(
     message.failure_callback = callback_url(req, "Upstash-Failure-Callback")?;
     message.callback_headers = prefixed(req, "upstash-callback-");
     message.failure_callback_headers = prefixed(req, "upstash-failure-callback-");
+    message.deduplication_id = deduplication_id(req, message)?;
     Ok(())
+}
+
+/// The message's deduplication id: `Upstash-Deduplication-Id` as sent (trimmed, 1 to
+/// [`MAX_DEDUPLICATION_ID_LEN`] bytes), else, with `Upstash-Content-Based-Deduplication: true`,
+/// `content:` and a digest of what the reference names: the destination, the body and the
+/// headers to deliver (`Content-Type` and the `Upstash-Forward-` ones, in any order).
+fn deduplication_id(req: &Request, message: &Message) -> Result<Option<String>, WireError> {
+    const CONTENT: &str = "Upstash-Content-Based-Deduplication";
+    let content_based = match req.header(CONTENT) {
+        None => false,
+        Some(value) if value.trim().eq_ignore_ascii_case("true") => true,
+        Some(value) if value.trim().eq_ignore_ascii_case("false") => false,
+        Some(value) => {
+            return Err(WireError::BadHeader {
+                name: CONTENT,
+                problem: format!("{:?} is not true or false", quote(value)),
+            });
+        }
+    };
+    if let Some(value) = req.header("Upstash-Deduplication-Id") {
+        let id = value.trim();
+        if id.is_empty() || id.len() > MAX_DEDUPLICATION_ID_LEN {
+            return Err(WireError::BadHeader {
+                name: "Upstash-Deduplication-Id",
+                problem: format!(
+                    "{:?} ({} bytes) is not a deduplication id: expected 1 to \
+                     {MAX_DEDUPLICATION_ID_LEN} bytes",
+                    quote(value),
+                    id.len()
+                ),
+            });
+        }
+        return Ok(Some(id.to_owned()));
+    }
+    Ok(content_based.then(|| content_digest(message)))
+}
+
+/// `content:` and the URL-safe base64 of a SHA-256 over the destination, the headers (sorted,
+/// names lower-cased) and the body, each field prefixed by its length so no two messages share
+/// an input.
+fn content_digest(message: &Message) -> String {
+    let mut headers: Vec<(String, &str)> = message
+        .headers
+        .iter()
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.as_str()))
+        .collect();
+    headers.sort_unstable();
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(message.destination.as_bytes());
+    field(&(headers.len() as u64).to_le_bytes());
+    for (name, value) in &headers {
+        field(name.as_bytes());
+        field(value.as_bytes());
+    }
+    field(&message.body);
+    format!("content:{}", URL_SAFE_NO_PAD.encode(hash.finalize()))
 }
 
 /// A retry count from 0 to `max`.
@@ -266,10 +336,104 @@ mod tests {
             ("Upstash-Failure-Callback", "ftp://x"),
             ("Upstash-Retry-Delay", "pow(2, tries) * 1000"),
             ("Upstash-Retry-Delay", ""),
+            ("Upstash-Deduplication-Id", " "),
+            (
+                "Upstash-Deduplication-Id",
+                &"x".repeat(MAX_DEDUPLICATION_ID_LEN + 1),
+            ),
+            ("Upstash-Content-Based-Deduplication", "yes"),
         ] {
             let err = with(&[(name, value)]).unwrap_err();
             assert_eq!(err.status(), 400, "{name}: {value}");
             assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    fn message(destination: &str, headers: &[(&str, &str)], body: &[u8]) -> Message {
+        Message {
+            destination: destination.into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+            body: body.to_vec(),
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn deduplication_ids() {
+        assert_eq!(with(&[]).unwrap().deduplication_id, None);
+        let id = |headers: &[(&str, &str)]| with(headers).unwrap().deduplication_id;
+        assert_eq!(
+            id(&[("Upstash-Deduplication-Id", " abc ")]).as_deref(),
+            Some("abc")
+        );
+        let longest = "x".repeat(MAX_DEDUPLICATION_ID_LEN);
+        assert_eq!(
+            id(&[("Upstash-Deduplication-Id", &longest)]),
+            Some(longest.clone())
+        );
+        assert_eq!(
+            id(&[("Upstash-Content-Based-Deduplication", "false")]),
+            None
+        );
+        // Content based: the digest of the message; an explicit id wins over it.
+        let content = id(&[("Upstash-Content-Based-Deduplication", "TRUE")]).unwrap();
+        assert_eq!(content, content_digest(&Message::default()));
+        assert!(
+            content.starts_with("content:") && content.len() == 8 + 43,
+            "{content}"
+        );
+        let both = [
+            ("Upstash-Content-Based-Deduplication", "true"),
+            ("Upstash-Deduplication-Id", "mine"),
+        ];
+        assert_eq!(id(&both).as_deref(), Some("mine"));
+    }
+
+    #[test]
+    fn content_digest_covers_destination_headers_and_body_and_nothing_else() {
+        let base = message(
+            "http://h/a",
+            &[("Content-Type", "text/plain"), ("X-A", "1")],
+            b"hi",
+        );
+        let digest = content_digest(&base);
+        // Header order and the case of names do not matter; other fields do not count.
+        let mut same = message(
+            "http://h/a",
+            &[("x-a", "1"), ("content-type", "text/plain")],
+            b"hi",
+        );
+        same.retries = 7;
+        same.method = "PUT".into();
+        assert_eq!(content_digest(&same), digest);
+        for other in [
+            message(
+                "http://h/b",
+                &[("Content-Type", "text/plain"), ("X-A", "1")],
+                b"hi",
+            ),
+            message(
+                "http://h/a",
+                &[("Content-Type", "text/json"), ("X-A", "1")],
+                b"hi",
+            ),
+            message("http://h/a", &[("Content-Type", "text/plain")], b"hi"),
+            message(
+                "http://h/a",
+                &[("Content-Type", "text/plain"), ("X-A", "1")],
+                b"hi!",
+            ),
+            // Field boundaries count: the same bytes split differently.
+            message(
+                "http://h/a",
+                &[("Content-Type", "text/plain"), ("X-A", "1h")],
+                b"i",
+            ),
+        ] {
+            assert_ne!(content_digest(&other), digest, "{other:?}");
         }
     }
 }

@@ -19,7 +19,8 @@ const VALUE_HEADERS: [&str; 2] = ["Service-Flow-Control-Value", "Upstash-Flow-Co
 const FORWARD_PREFIX: &str = "upstash-forward-";
 
 /// `POST /v2/publish/{destination}`: the command that queues the body for delivery; answered
-/// 201 `{"messageId": "..."}` once applied.
+/// 201 `{"messageId": "..."}` once applied, or 202 with the first message's id and
+/// `"deduplicated": true` for a deduplication id seen in the last 10 minutes.
 pub(crate) fn publish(
     req: &Request,
     destination: &str,

@@ -55,7 +55,7 @@ pub(crate) enum ReplyKind {
     VectorUpdated,
     /// `{"result": {"deleted": n}}`
     VectorDeleted,
-    /// 201 `{"messageId"}`
+    /// 201 `{"messageId"}`; 202 `{"messageId", "deduplicated": true}` for a duplicate
     Published,
     /// The key's info after a key operation.
     KeyInfo { key: String, flow_changed: bool },
@@ -97,6 +97,11 @@ impl Reply {
                 res.flow_changed = true;
                 res
             }
+            // Accepted, not queued: the reference answers 202 with the first message's id.
+            (ReplyKind::Published, Applied::Deduplicated(id)) => Response::json(
+                202,
+                &json!({ "messageId": id.to_string(), "deduplicated": true }),
+            ),
             (ReplyKind::KeyInfo { key, flow_changed }, Applied::Key(info)) => {
                 let info = info.ok_or_else(|| WireError::KeyNotFound { key: quote(&key) })?;
                 let mut res = Response::json(200, &info);

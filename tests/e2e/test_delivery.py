@@ -634,6 +634,43 @@ def test_retry_delay_expression_sets_each_wait(qstash, destination, jitter):
         )
 
 
+def test_deduplication_by_id_and_by_content(qstash, destination, token):
+    """A publish repeating a deduplication id (`deduplication_id`) or, with
+    `content_based_deduplication`, the destination, body and headers of one accepted in the last
+    10 minutes is answered 202 with the first message's id and `deduplicated`, and nothing more
+    is delivered."""
+    group = grp("dedup")
+    first = qstash.message.publish(url=destination.target(group, "id"), body="one", deduplication_id=f"{RUN}-order")
+    assert not first.deduplicated
+    again = qstash.message.publish(url=destination.target(group, "id"), body="two", deduplication_id=f"{RUN}-order")
+    assert again.deduplicated and again.message_id == first.message_id, (first, again)
+    other = publish(qstash, url=destination.target(group, "id2"), body="one", deduplication_id=f"{RUN}-other")
+    assert other != first.message_id
+
+    by_content = dict(url=destination.target(group, "content"), body="same", headers={"X-A": "1"},
+                      content_based_deduplication=True)
+    a = qstash.message.publish(**by_content)
+    b = qstash.message.publish(**by_content)
+    assert not a.deduplicated and b.deduplicated and b.message_id == a.message_id, (a, b)
+    c = qstash.message.publish(**{**by_content, "body": "different"})
+    d = qstash.message.publish(**{**by_content, "headers": {"X-A": "2"}})
+    assert not c.deduplicated and not d.deduplicated and len({a.message_id, c.message_id, d.message_id}) == 3
+
+    # The status, as the reference sends it: 201 for the first, 202 for a repeat.
+    path = "/v2/publish/" + destination.target(group, "raw")
+    headers = {"Upstash-Deduplication-Id": f"{RUN}-raw", "Content-Type": "text/plain"}
+    r1 = raw_request("POST", path, token=token, headers=headers, body=b"x")
+    r2 = raw_request("POST", path, token=token, headers=headers, body=b"x")
+    assert (r1.status, r2.status) == (201, 202), (r1, r2)
+    assert json.loads(r2.body) == {"messageId": json.loads(r1.body)["messageId"], "deduplicated": True}
+
+    destination.wait_for(group, 6, timeout=10)
+    time.sleep(0.3)
+    delivered = sorted((a.seq, a.body.decode()) for a in destination.snapshot(group).arrivals)
+    assert delivered == [("content", "different"), ("content", "same"), ("content", "same"), ("id", "one"),
+                         ("id2", "one"), ("raw", "x")], delivered
+
+
 def test_cancel_during_backoff(qstash, destination):
     group = grp("backoff")
     destination.script(group, "m", [Reply(500, b"down")] * 20)
@@ -788,6 +825,9 @@ BAD_PUBLISH = [
     ("Upstash-Retry-Delay", {"retry_delay": "pow(2, tries) * 1000"}),
     ("Upstash-Retry-Delay", {"retry_delay": "sqrt(1, 2)"}),
     ("Upstash-Retry-Delay", {"retry_delay": "(100"}),
+    ("Upstash-Deduplication-Id", {"deduplication_id": ""}),
+    ("Upstash-Deduplication-Id", {"deduplication_id": "x" * 513}),
+    ("Upstash-Content-Based-Deduplication", {"content_based_deduplication": "maybe"}),
 ]
 
 
