@@ -50,7 +50,7 @@ pub use auth::Tokens;
 pub use error::WireError;
 pub use http::{Method, Request, Response};
 pub use message::{DeliveryResponse, Message};
-pub use publish_headers::{MAX_DEDUPLICATION_ID_LEN, RetryPolicy};
+pub use publish_headers::{MAX_DEDUPLICATION_ID_LEN, MAX_LABEL_LEN, RetryPolicy};
 pub use retry_delay::{MAX_EXPRESSION_LEN, MAX_RETRY_DELAY_MS, RetryDelay, RetryDelayError};
 pub use service::Service;
 pub use signing::{SIGNATURE_LIFETIME_SECS, SigningKeys, new_key, sign_delivery};

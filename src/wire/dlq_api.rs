@@ -37,10 +37,10 @@ fn entry_json(entry: &DeadLetter) -> Map<String, Value> {
     out
 }
 
-/// `GET /v2/dlq?cursor&count&messageId&url&responseStatus&fromDate&toDate`: a page of
+/// `GET /v2/dlq?cursor&count&messageId&url&responseStatus&fromDate&toDate&label`: a page of
 /// entries in landing order, `{"messages": [...], "cursor": "..."}` (no cursor on the last
 /// page). Filters this server has no such thing for (`topicName`, `queueName`, `scheduleId`,
-/// `callerIp`, `label`) match nothing.
+/// `callerIp`) match nothing.
 pub(crate) fn list(dlq: &DeadLetters, req: &Request) -> Result<Response, WireError> {
     let mut cursor = 0u64;
     let mut count = PAGE;
@@ -81,7 +81,10 @@ pub(crate) fn list(dlq: &DeadLetters, req: &Request) -> Result<Response, WireErr
                 let to = number("Unix ms")?;
                 filters.push(Box::new(move |e| e.landed_at <= to));
             }
-            "topicName" | "queueName" | "scheduleId" | "callerIp" | "label" => {
+            "label" => filters.push(Box::new(move |e| {
+                e.message.label.as_deref() == Some(value.as_str())
+            })),
+            "topicName" | "queueName" | "scheduleId" | "callerIp" => {
                 filters.push(Box::new(|_| false));
             }
             other => {

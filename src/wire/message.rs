@@ -82,6 +82,10 @@ pub struct Message {
     /// ([`Deduplication`](crate::state::Deduplication)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplication_id: Option<String>,
+    /// The publisher's label (`Upstash-Label`), shown with the message and its dead letter
+    /// entry, and a filter of the dead letter list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     /// The flow-control key it was published with (set by the state machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control_key: Option<String>,

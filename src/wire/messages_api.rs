@@ -34,6 +34,9 @@ pub(crate) fn message_json(id: &str, message: &Message) -> Map<String, Value> {
     if let Some(expression) = &message.retry_delay {
         out.insert("retryDelayExpression".into(), json!(expression));
     }
+    if let Some(label) = &message.label {
+        out.insert("label".into(), json!(label));
+    }
     out.insert("notBefore".into(), json!(message.not_before));
     out.insert("createdAt".into(), json!(message.created_at));
     if let Some(url) = &message.callback {

@@ -1,8 +1,8 @@
 //! The delivery options of a publish request: `Upstash-Retries`, `Upstash-Retry-Delay`,
 //! `Upstash-Delay`, `Upstash-Not-Before`, `Upstash-Timeout`, `Upstash-Callback` and
-//! `Upstash-Failure-Callback` with their `-<Name>` headers, and the deduplication id
-//! (`Upstash-Deduplication-Id`, `Upstash-Content-Based-Deduplication`). Each bad value is a
-//! 400 naming the header and what it takes.
+//! `Upstash-Failure-Callback` with their `-<Name>` headers, `Upstash-Label`, and the
+//! deduplication id (`Upstash-Deduplication-Id`, `Upstash-Content-Based-Deduplication`). Each
+//! bad value is a 400 naming the header and what it takes.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -13,6 +13,8 @@ use super::{Message, Request, WireError};
 
 /// The longest `Upstash-Deduplication-Id`, in bytes.
 pub const MAX_DEDUPLICATION_ID_LEN: usize = 512;
+/// The longest `Upstash-Label`, in bytes.
+pub const MAX_LABEL_LEN: usize = 512;
 
 /// The server's retry settings: the count a message gets without `Upstash-Retries`, and the
 /// most it may ask for.
@@ -91,8 +93,33 @@ pub(crate) fn apply(
     message.failure_callback = callback_url(req, "Upstash-Failure-Callback")?;
     message.callback_headers = prefixed(req, "upstash-callback-");
     message.failure_callback_headers = prefixed(req, "upstash-failure-callback-");
+    message.label = req
+        .header("Upstash-Label")
+        .map(|value| bounded_text(value, "Upstash-Label", "label", MAX_LABEL_LEN))
+        .transpose()?;
     message.deduplication_id = deduplication_id(req, message)?;
     Ok(())
+}
+
+/// A header's text, trimmed, of 1 to `max` bytes.
+fn bounded_text(
+    value: &str,
+    name: &'static str,
+    what: &str,
+    max: usize,
+) -> Result<String, WireError> {
+    let text = value.trim();
+    if text.is_empty() || text.len() > max {
+        return Err(WireError::BadHeader {
+            name,
+            problem: format!(
+                "{:?} ({} bytes) is not a {what}: expected 1 to {max} bytes",
+                quote(value),
+                text.len()
+            ),
+        });
+    }
+    Ok(text.to_owned())
 }
 
 /// The message's deduplication id: `Upstash-Deduplication-Id` as sent (trimmed, 1 to
@@ -113,19 +140,13 @@ fn deduplication_id(req: &Request, message: &Message) -> Result<Option<String>, 
         }
     };
     if let Some(value) = req.header("Upstash-Deduplication-Id") {
-        let id = value.trim();
-        if id.is_empty() || id.len() > MAX_DEDUPLICATION_ID_LEN {
-            return Err(WireError::BadHeader {
-                name: "Upstash-Deduplication-Id",
-                problem: format!(
-                    "{:?} ({} bytes) is not a deduplication id: expected 1 to \
-                     {MAX_DEDUPLICATION_ID_LEN} bytes",
-                    quote(value),
-                    id.len()
-                ),
-            });
-        }
-        return Ok(Some(id.to_owned()));
+        return bounded_text(
+            value,
+            "Upstash-Deduplication-Id",
+            "deduplication id",
+            MAX_DEDUPLICATION_ID_LEN,
+        )
+        .map(Some);
     }
     Ok(content_based.then(|| content_digest(message)))
 }
@@ -310,6 +331,9 @@ mod tests {
         assert_eq!(m.failure_callback_headers, vec![("X-B".into(), "2".into())]);
         assert_eq!(with(&[]).unwrap().retries, 3, "the default");
         assert_eq!(with(&[]).unwrap().retry_delay, None, "the host's backoff");
+        assert_eq!(with(&[]).unwrap().label, None);
+        let m = with(&[("Upstash-Label", " nightly ")]).unwrap();
+        assert_eq!(m.label.as_deref(), Some("nightly"));
         let m = with(&[("Upstash-Retry-Delay", " pow(2, retried) * 1000 ")]).unwrap();
         assert_eq!(m.retry_delay.as_deref(), Some("pow(2, retried) * 1000"));
 
@@ -342,6 +366,8 @@ mod tests {
                 &"x".repeat(MAX_DEDUPLICATION_ID_LEN + 1),
             ),
             ("Upstash-Content-Based-Deduplication", "yes"),
+            ("Upstash-Label", ""),
+            ("Upstash-Label", &"l".repeat(MAX_LABEL_LEN + 1)),
         ] {
             let err = with(&[(name, value)]).unwrap_err();
             assert_eq!(err.status(), 400, "{name}: {value}");

@@ -708,11 +708,12 @@ def test_dead_letter_queue(qstash, destination, token):
         4: (1, [Reply(404, b"err-4a"), Reply(404, b"err-4")]),
     }
     ids = {}
+    label = lambda seq: f"{RUN}-odd" if seq % 2 else None  # noqa: E731
     for seq, (retries, replies) in scripts.items():
         destination.script(group, seq, replies)
         ids[seq] = publish(
             qstash, url=destination.target(group, seq), body=f"dlq body {seq}", retries=retries,
-            headers={"X-Seq": str(seq)}, flow_control=fc,
+            headers={"X-Seq": str(seq)}, flow_control=fc, label=label(seq),
         )
     dead = wait_dead(qstash, list(ids.values()))
     dlq = {seq: dead[ids[seq]].dlq_id for seq in ids}
@@ -728,6 +729,7 @@ def test_dead_letter_queue(qstash, destination, token):
         assert e.response_body == replies[-1].body.decode()
         assert hget(e.headers, "X-Seq") == [str(seq)], e.headers
         assert e.flow_control is not None and e.flow_control.key == k
+        assert e.label == label(seq), (seq, e.label)
         if seq < 3:
             assert hget(e.response_headers, "X-Why") == ["test"], e.response_headers
 
@@ -738,6 +740,8 @@ def test_dead_letter_queue(qstash, destination, token):
     assert all(e.response_status == 404 for e in by_status)
     assert {e.dlq_id for e in by_status} & set(dlq.values()) == {dlq[3], dlq[4]}
     assert [e.dlq_id for e in qstash.dlq.list(filter={"message_id": ids[2]}).messages] == [dlq[2]]
+    by_label = qstash.dlq.list(filter={"label": f"{RUN}-odd"}).messages
+    assert sorted(e.dlq_id for e in by_label) == sorted([dlq[1], dlq[3]]), by_label
 
     # Paging: pages of at most 2 cover the DLQ exactly once.
     seen, cursor, pages = [], None, 0
@@ -828,6 +832,7 @@ BAD_PUBLISH = [
     ("Upstash-Deduplication-Id", {"deduplication_id": ""}),
     ("Upstash-Deduplication-Id", {"deduplication_id": "x" * 513}),
     ("Upstash-Content-Based-Deduplication", {"content_based_deduplication": "maybe"}),
+    ("Upstash-Label", {"label": ""}),
 ]
 
 
