@@ -49,7 +49,7 @@ mod write;
 pub use auth::Tokens;
 pub use error::WireError;
 pub use http::{Method, Request, Response};
-pub use message::{DeliveryResponse, Message};
+pub use message::{DeliveryResponse, Message, Redact};
 pub use publish_headers::{MAX_DEDUPLICATION_ID_LEN, MAX_LABEL_LEN, RetryPolicy};
 pub use retry_delay::{MAX_EXPRESSION_LEN, MAX_RETRY_DELAY_MS, RetryDelay, RetryDelayError};
 pub use service::Service;

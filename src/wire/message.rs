@@ -86,12 +86,62 @@ pub struct Message {
     /// entry, and a filter of the dead letter list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// What the API shows only as `REDACTED:<SHA-256>` (`Upstash-Redact-Fields`); delivery
+    /// always sends the real values.
+    #[serde(default, skip_serializing_if = "Redact::is_nothing")]
+    pub redact: Redact,
     /// The flow-control key it was published with (set by the state machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control_key: Option<String>,
     /// The flow-control limits it was published with (set by the state machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control: Option<crate::flow::Limits>,
+}
+
+/// The fields of a message that API answers (`GET /v2/messages/{id}`, dead letter entries)
+/// show as `REDACTED:<hex SHA-256 of the value>` (`Upstash-Redact-Fields: body, header,
+/// header[Name]`). The hash lets a publisher check a value without the API revealing it.
+///
+/// # Examples
+/// ```
+/// use flowvec::wire::Redact;
+/// let redact = Redact { headers: vec!["Authorization".into()], ..Redact::default() };
+/// assert!(redact.header("authorization") && !redact.header("Content-Type"));
+/// assert_eq!(&Redact::redacted(b"")[..16], "REDACTED:e3b0c44");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Redact {
+    /// The body.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub body: bool,
+    /// Every header.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_headers: bool,
+    /// These headers (names compared without regard to case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+}
+
+impl Redact {
+    /// Whether nothing is redacted.
+    #[must_use]
+    pub fn is_nothing(&self) -> bool {
+        !self.body && !self.all_headers && self.headers.is_empty()
+    }
+
+    /// Whether the header `name` is redacted.
+    #[must_use]
+    pub fn header(&self, name: &str) -> bool {
+        self.all_headers || self.headers.iter().any(|h| h.eq_ignore_ascii_case(name))
+    }
+
+    /// `value` as the API shows a redacted field: `REDACTED:` and its SHA-256 in hex.
+    #[must_use]
+    pub fn redacted(value: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        format!("REDACTED:{:x}", Sha256::digest(value))
+    }
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference

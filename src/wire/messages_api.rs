@@ -17,11 +17,24 @@ pub(crate) fn message_json(id: &str, message: &Message) -> Map<String, Value> {
     out.insert("messageId".into(), json!(id));
     out.insert("url".into(), json!(message.destination));
     out.insert("method".into(), json!(message.method));
-    out.insert(
-        "header".into(),
-        json!(crate::state::header_map(&message.headers)),
-    );
+    let redact = &message.redact;
+    let headers: Vec<(String, String)> = message
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let shown = if redact.header(name) {
+                super::Redact::redacted(value.as_bytes())
+            } else {
+                value.clone()
+            };
+            (name.clone(), shown)
+        })
+        .collect();
+    out.insert("header".into(), json!(crate::state::header_map(&headers)));
     match std::str::from_utf8(&message.body) {
+        _ if redact.body => {
+            out.insert("body".into(), json!(super::Redact::redacted(&message.body)))
+        }
         Ok(text) => out.insert("body".into(), json!(text)),
         Err(_) => {
             use base64::Engine as _;

@@ -97,8 +97,40 @@ pub(crate) fn apply(
         .header("Upstash-Label")
         .map(|value| bounded_text(value, "Upstash-Label", "label", MAX_LABEL_LEN))
         .transpose()?;
+    if let Some(value) = req.header("Upstash-Redact-Fields") {
+        message.redact = redact_fields(value)?;
+    }
     message.deduplication_id = deduplication_id(req, message)?;
     Ok(())
+}
+
+/// `Upstash-Redact-Fields`: a comma-separated list of `body`, `header` (every header) and
+/// `header[Name]`; the reference's documentation spells them `headers`, `headers[Name]`, and
+/// both are taken.
+fn redact_fields(value: &str) -> Result<super::Redact, WireError> {
+    let mut redact = super::Redact::default();
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let named = item
+            .strip_prefix("headers[")
+            .or_else(|| item.strip_prefix("header["))
+            .and_then(|rest| rest.strip_suffix(']'))
+            .map(str::trim);
+        match (item, named) {
+            ("body", _) => redact.body = true,
+            ("header" | "headers", _) => redact.all_headers = true,
+            (_, Some(name)) if !name.is_empty() => redact.headers.push(name.to_owned()),
+            _ => {
+                return Err(WireError::BadHeader {
+                    name: "Upstash-Redact-Fields",
+                    problem: format!(
+                        "{:?} is not a field to redact; expected body, header or header[Name]",
+                        quote(item)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(redact)
 }
 
 /// A header's text, trimmed, of 1 to `max` bytes.
@@ -334,6 +366,21 @@ mod tests {
         assert_eq!(with(&[]).unwrap().label, None);
         let m = with(&[("Upstash-Label", " nightly ")]).unwrap();
         assert_eq!(m.label.as_deref(), Some("nightly"));
+        let m = with(&[(
+            "Upstash-Redact-Fields",
+            "body, header[Authorization],headers[X-B]",
+        )])
+        .unwrap();
+        assert_eq!(
+            m.redact,
+            crate::wire::Redact {
+                body: true,
+                all_headers: false,
+                headers: vec!["Authorization".into(), "X-B".into()],
+            }
+        );
+        let m = with(&[("Upstash-Redact-Fields", "headers")]).unwrap();
+        assert!(m.redact.all_headers && !m.redact.body);
         let m = with(&[("Upstash-Retry-Delay", " pow(2, retried) * 1000 ")]).unwrap();
         assert_eq!(m.retry_delay.as_deref(), Some("pow(2, retried) * 1000"));
 
@@ -367,6 +414,8 @@ mod tests {
             ),
             ("Upstash-Content-Based-Deduplication", "yes"),
             ("Upstash-Label", ""),
+            ("Upstash-Redact-Fields", "body,password"),
+            ("Upstash-Redact-Fields", "header[]"),
             ("Upstash-Label", &"l".repeat(MAX_LABEL_LEN + 1)),
         ] {
             let err = with(&[(name, value)]).unwrap_err();

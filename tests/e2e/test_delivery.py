@@ -32,6 +32,7 @@ Groups and keys are unique per run, so a long-lived server gives the same result
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import math
 import os
@@ -671,6 +672,27 @@ def test_deduplication_by_id_and_by_content(qstash, destination, token):
                          ("id2", "one"), ("raw", "x")], delivered
 
 
+def test_redacted_fields_are_hashed_in_the_api_but_delivered_as_sent(qstash, destination):
+    """`redact` (`Upstash-Redact-Fields`): `message.get` and the DLQ show the body and the chosen
+    headers as `REDACTED:<sha256>`; the destination gets the real values."""
+    group = grp("redact")
+    sha = lambda text: "REDACTED:" + hashlib.sha256(text.encode()).hexdigest()  # noqa: E731
+    held = publish(qstash, url=destination.target(group, "held"), body="secret body", delay="30s",
+                   headers={"X-Secret": "s3", "X-Plain": "p"}, redact={"body": True, "header": ["X-Secret"]})
+    shown = qstash.message.get(held)
+    assert shown.body == sha("secret body"), shown.body
+    assert hget(shown.headers, "X-Secret") == [sha("s3")] and hget(shown.headers, "X-Plain") == ["p"], shown.headers
+    qstash.message.cancel(held)
+
+    destination.script(group, "dead", [Reply(500, b"no")])
+    dead_id = publish(qstash, url=destination.target(group, "dead"), body="secret body", retries=0,
+                      headers={"X-Secret": "s3"}, redact={"header": True})
+    entry = wait_dead(qstash, [dead_id])[dead_id]
+    assert entry.body == "secret body" and hget(entry.headers, "X-Secret") == [sha("s3")], entry
+    calls = destination.calls(group, "dead")
+    assert len(calls) == 1 and calls[0].body == b"secret body" and calls[0].headers.get("x-secret") == "s3", calls
+
+
 def test_cancel_during_backoff(qstash, destination):
     group = grp("backoff")
     destination.script(group, "m", [Reply(500, b"down")] * 20)
@@ -833,6 +855,7 @@ BAD_PUBLISH = [
     ("Upstash-Deduplication-Id", {"deduplication_id": "x" * 513}),
     ("Upstash-Content-Based-Deduplication", {"content_based_deduplication": "maybe"}),
     ("Upstash-Label", {"label": ""}),
+    ("Upstash-Redact-Fields", {"redact": {"header": [""]}}),
 ]
 
 
