@@ -24,8 +24,9 @@
 //! `http.rs` [`Request`]/[`Response`]/[`Method`]; `percent.rs` decoding; `router.rs` path →
 //! route, allowed methods, auth kind; `auth.rs` [`Tokens`]; `error.rs` [`WireError`] and the
 //! envelope; `vector_api.rs`, `queue_api.rs`, `messages_api.rs`, `dlq_api.rs`,
-//! `management_api.rs`, `resumable_api.rs` the handlers; `publish_headers.rs` the delivery options and the deduplication id of a
-//! publish ([`RetryPolicy`]); `message.rs` the queued [`Message`] and a [`DeliveryResponse`];
+//! `management_api.rs`, `resumable_api.rs` the handlers; `publish_headers.rs` the delivery
+//! options, label, redaction and deduplication id of a publish ([`RetryPolicy`]); `message.rs`
+//! the queued [`Message`], its [`Redact`] and a [`DeliveryResponse`];
 //! `signing.rs` the signing keys; `service.rs` [`Service`] ties them together.
 
 mod auth;

@@ -60,10 +60,9 @@ struct Ledger {
     deleted: HashSet<String>,
     /// Deletes without an answer (the id is absent or still has its vector).
     delete_unknown: HashSet<String>,
-    /// Publishes answered 201: message id → body.
-    published: HashMap<String, Vec<u8>>,
-    /// When each was sent: message id → instant (its deduplication id lasts 10 minutes).
-    published_at: HashMap<String, Instant>,
+    /// Publishes answered 201: message id → body, and when it was sent (its deduplication
+    /// id lasts 10 minutes).
+    published: HashMap<String, (Vec<u8>, Instant)>,
     /// Every publish body sent, answered or not.
     sent_bodies: HashSet<Vec<u8>>,
     /// Requests answered / without an answer.
@@ -217,8 +216,9 @@ impl Load {
                 ledger.answered += 1;
                 match reply.json["messageId"].as_str() {
                     Some(id) => {
-                        ledger.published_at.insert(id.to_owned(), sent);
-                        if let Some(earlier) = ledger.published.insert(id.to_owned(), body) {
+                        if let Some((earlier, _)) =
+                            ledger.published.insert(id.to_owned(), (body, sent))
+                        {
                             ledger.violations.push(format!(
                                 "message id {id} answered twice (first for {:?})",
                                 String::from_utf8_lossy(&earlier)
@@ -409,7 +409,7 @@ fn acknowledged_work_survives_sigkill_under_a_mixed_load() {
             delivery.id,
             String::from_utf8_lossy(&delivery.body)
         );
-        if let Some(body) = ledger.published.get(&delivery.id) {
+        if let Some((body, _)) = ledger.published.get(&delivery.id) {
             assert_eq!(
                 body, &delivery.body,
                 "message {} was delivered with another body",
@@ -429,13 +429,12 @@ fn acknowledged_work_survives_sigkill_under_a_mixed_load() {
     // The deduplication ids survived every kill: publishing each acknowledged message again,
     // within its 10 minutes, is answered 202 with the id it got the first time.
     let mut not_deduplicated = Vec::new();
-    let within_window = |id: &String| ledger.published_at[id].elapsed() < Duration::from_secs(540);
     let recent: Vec<_> = ledger
         .published
         .iter()
-        .filter(|(id, _)| within_window(id))
+        .filter(|(_, (_, sent))| sent.elapsed() < Duration::from_secs(540))
         .collect();
-    for &(id, body) in &recent {
+    for &(id, (body, _)) in &recent {
         let reply = api
             .post(
                 "/v2/publish/http://127.0.0.1:9/never",

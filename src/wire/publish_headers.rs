@@ -198,8 +198,9 @@ fn content_digest(message: &Message) -> String {
         hash.update((bytes.len() as u64).to_le_bytes());
         hash.update(bytes);
     };
+    // Every field is length-prefixed and the headers come in pairs before the body, so the
+    // sequence splits one way only: no count is needed.
     field(message.destination.as_bytes());
-    field(&(headers.len() as u64).to_le_bytes());
     for (name, value) in &headers {
         field(name.as_bytes());
         field(value.as_bytes());
